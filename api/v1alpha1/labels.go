@@ -1,0 +1,41 @@
+package v1alpha1
+
+// Labels and annotations on member registration Secrets (on the hub).
+const (
+	// MemberSecretLabel marks a Secret in the manager's namespace as a member registration; its value is "true".
+	// The Secret's name is the member's name and its key KubeconfigKey holds the member's kubeconfig.
+	MemberSecretLabel = "mysqlfleet.io/member"
+	// KubeconfigKey is the key of a member registration Secret that holds the kubeconfig.
+	KubeconfigKey = "kubeconfig"
+	// CloudLabel names the member's cloud: aws, azure or gcp.
+	CloudLabel = "mysqlfleet.io/cloud"
+	// RegionLabel names the member's region, e.g. eu-west-1.
+	RegionLabel = "mysqlfleet.io/region"
+	// StorageClassAnnotation on a member registration Secret overrides the storage class of every MySQLCluster
+	// placed on that member, unless the MySQLCluster sets spec.storage.storageClassName.
+	StorageClassAnnotation = "mysqlfleet.io/storage-class"
+)
+
+// Labels on every object that mysqlfleet writes into a member. They name the hub object, so that member events
+// map back to it and teardown finds its objects; mysqlfleet never sets an owner reference across clusters.
+const (
+	ManagedByLabel   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "mysqlfleet"
+	NameLabel        = "app.kubernetes.io/name"
+	NameValue        = "mysql"
+	InstanceLabel    = "app.kubernetes.io/instance"
+	ComponentLabel   = "app.kubernetes.io/component"
+	ClusterNameLabel = "mysqlfleet.io/cluster-name"
+	// ClusterNamespaceLabel is the MySQLCluster's namespace on the hub.
+	ClusterNamespaceLabel = "mysqlfleet.io/cluster-namespace"
+	// ClusterUIDLabel is the MySQLCluster's UID on the hub; it tells a recreated hub object from its predecessor.
+	ClusterUIDLabel = "mysqlfleet.io/cluster-uid"
+	// MemberLabel is the member's name, set on the objects written into it.
+	MemberLabel = "mysqlfleet.io/member-name"
+)
+
+// Finalizer is set on every MySQLCluster on the hub so that its member objects are removed before it goes.
+const Finalizer = "mysqlfleet.io/finalizer"
+
+// FieldManager is the one server-side apply field manager mysqlfleet writes with, on the hub and in members.
+const FieldManager = "mysqlfleet"

@@ -1,0 +1,405 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Cloud is the cloud a member runs on. It picks the default storage class.
+// +kubebuilder:validation:Enum=aws;azure;gcp
+type Cloud string
+
+const (
+	CloudAWS   Cloud = "aws"
+	CloudAzure Cloud = "azure"
+	CloudGCP   Cloud = "gcp"
+)
+
+// DeletionPolicy says what happens to data when a MySQLCluster is deleted or a member leaves its placement.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyRetain keeps PersistentVolumeClaims, backups and the namespace; workloads are removed.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete removes everything, PersistentVolumeClaims and backup volumes included.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// MySQLClusterSpec is what a database needs, and where.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it"
+type MySQLClusterSpec struct {
+	// Version is the MySQL version; the image is mysql:<version> unless image is set.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=16
+	Version string `json:"version"`
+
+	// Image overrides the MySQL image, e.g. a mirror or a MySQL-compatible server.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Replicas is the number of MySQL Pods in each member.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Resources of the mysqld container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
+	// sets per Pod (server-id, gtid, binary log, datadir, port, socket) cannot be set here.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_-]{0,63}$'))",message="config keys must be mysqld option names: lower case letters, digits, '_' or '-'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.replace('-', '_') in ['server_id', 'gtid_mode', 'enforce_gtid_consistency', 'log_bin', 'datadir', 'port', 'socket', 'bind_address']))",message="config may not set server_id, gtid_mode, enforce_gtid_consistency, log_bin, datadir, port, socket or bind_address: mysqlfleet manages them"
+	Config map[string]string `json:"config,omitempty"`
+
+	// ServiceType of the client Service.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// Database is created at first start, as the MySQL image's MYSQL_DATABASE does.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,64}$`
+	Database string `json:"database,omitempty"`
+
+	// User is created at first start with all privileges on database, as the MySQL image's MYSQL_USER does. Its
+	// password is generated once on the hub and is the same in every member.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
+	// +kubebuilder:validation:XValidation:rule="self != 'root'",message="user may not be root: the root password is generated separately"
+	User string `json:"user,omitempty"`
+
+	// Placement chooses the members this database runs in.
+	Placement Placement `json:"placement"`
+
+	// Storage of each MySQL Pod.
+	Storage Storage `json:"storage"`
+
+	// Backup, when set, runs a backup CronJob in every member.
+	// +optional
+	Backup *Backup `json:"backup,omitempty"`
+
+	// DeletionPolicy says whether PersistentVolumeClaims and backups are kept (Retain) or deleted (Delete) when the
+	// MySQLCluster is deleted or a member leaves the placement.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Paused renders and reports in status what would be applied in each member, and applies nothing.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// Placement names members, selects them by label, or both; the union is placed.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.members) && size(self.members) > 0) || has(self.memberSelector)",message="placement needs members or memberSelector"
+type Placement struct {
+	// Members are names of registered members.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:MaxLength=63
+	Members []string `json:"members,omitempty"`
+
+	// MemberSelector selects registered members by their labels, e.g. mysqlfleet.io/cloud or mysqlfleet.io/region.
+	// An empty selector selects every member.
+	// +optional
+	MemberSelector *metav1.LabelSelector `json:"memberSelector,omitempty"`
+}
+
+// StorageClassByCloud names a storage class for each cloud.
+type StorageClassByCloud struct {
+	// +optional
+	// +kubebuilder:default=gp3
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	AWS string `json:"aws,omitempty"`
+	// +optional
+	// +kubebuilder:default=managed-csi
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Azure string `json:"azure,omitempty"`
+	// +optional
+	// +kubebuilder:default=pd-ssd
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	GCP string `json:"gcp,omitempty"`
+}
+
+// Storage is the data volume of each MySQL Pod. The class is, in order of precedence: storageClassName, the
+// member's mysqlfleet.io/storage-class annotation, then storageClassByCloud for the member's cloud.
+//
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size may not shrink: volumes can only grow"
+type Storage struct {
+	// Size of each Pod's data volume. It may grow, never shrink.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="storage.size must be greater than zero"
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassByCloud picks the class by the member's cloud.
+	// +optional
+	// +kubebuilder:default={}
+	StorageClassByCloud StorageClassByCloud `json:"storageClassByCloud,omitempty"`
+
+	// StorageClassName overrides the class in every member.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// Backup runs mysqldump on a schedule in every member.
+type Backup struct {
+	// Schedule in standard cron syntax (five fields, or a macro such as @daily). An H in the minute or hour field
+	// stands for a value hashed from the database and member names, so that a fleet's backups do not all start
+	// at once; H(a-b) hashes within a range.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+
+	// Retention is how many backups to keep.
+	// +optional
+	// +kubebuilder:default=7
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Retention int32 `json:"retention,omitempty"`
+
+	// Target is where backups go: exactly one of pvc, s3, gcs or azureBlob.
+	Target BackupTarget `json:"target"`
+
+	// Image of the backup Job; it needs mysqldump and a shell. Defaults to the MySQL image.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Suspend stops scheduling new backups.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// BackupTarget is exactly one place for backups.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.pvc) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.gcs) ? 1 : 0) + (has(self.azureBlob) ? 1 : 0) == 1",message="backup.target needs exactly one of pvc, s3, gcs or azureBlob"
+type BackupTarget struct {
+	// PVC keeps backups on a volume in each member.
+	// +optional
+	PVC *PVCTarget `json:"pvc,omitempty"`
+	// S3 keeps backups in an S3 or S3-compatible bucket.
+	// +optional
+	S3 *BucketTarget `json:"s3,omitempty"`
+	// GCS keeps backups in a Google Cloud Storage bucket.
+	// +optional
+	GCS *BucketTarget `json:"gcs,omitempty"`
+	// AzureBlob keeps backups in an Azure Blob Storage container.
+	// +optional
+	AzureBlob *AzureBlobTarget `json:"azureBlob,omitempty"`
+}
+
+// PVCTarget is a backup volume in each member.
+//
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="backup.target.pvc.size may not shrink: volumes can only grow"
+type PVCTarget struct {
+	// Size of the backup volume.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="backup.target.pvc.size must be greater than zero"
+	Size resource.Quantity `json:"size"`
+	// StorageClassByCloud picks the class by the member's cloud.
+	// +optional
+	// +kubebuilder:default={}
+	StorageClassByCloud StorageClassByCloud `json:"storageClassByCloud,omitempty"`
+	// StorageClassName overrides the class in every member.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// SecretReference names a Secret in the MySQLCluster's namespace in each member. mysqlfleet never copies cloud
+// credentials between clusters: distribute them with the tool that owns them (e.g. workload identity or a secrets
+// manager).
+type SecretReference struct {
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BucketTarget is an S3 or GCS bucket.
+type BucketTarget struct {
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=222
+	Bucket string `json:"bucket"`
+	// Endpoint overrides the service URL, e.g. for an S3-compatible store.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
+	// Prefix of the object keys; the member's name and the database's name are appended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Prefix string `json:"prefix,omitempty"`
+	// CredentialsSecretRef holds the store's credentials as environment variables for the backup Job.
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
+}
+
+// AzureBlobTarget is an Azure Blob Storage container.
+type AzureBlobTarget struct {
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])$`
+	Container string `json:"container"`
+	// Endpoint overrides the service URL, e.g. https://ACCOUNT.blob.core.windows.net.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
+	// Prefix of the blob names; the member's name and the database's name are appended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Prefix string `json:"prefix,omitempty"`
+	// CredentialsSecretRef holds the store's credentials as environment variables for the backup Job.
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
+}
+
+// Phase summarises a MySQLCluster or one of its members.
+// +kubebuilder:validation:Enum=Pending;Progressing;Ready;Degraded;Paused;Unreachable;Deleting
+type Phase string
+
+const (
+	PhasePending     Phase = "Pending"
+	PhaseProgressing Phase = "Progressing"
+	PhaseReady       Phase = "Ready"
+	PhaseDegraded    Phase = "Degraded"
+	PhasePaused      Phase = "Paused"
+	PhaseUnreachable Phase = "Unreachable"
+	PhaseDeleting    Phase = "Deleting"
+)
+
+// PlannedObject is one object that would be applied in a member while the MySQLCluster is paused.
+type PlannedObject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Action is Create, Update or Unchanged, against what the member has now.
+	// +kubebuilder:validation:Enum=Create;Update;Unchanged;Unknown
+	Action string `json:"action"`
+}
+
+// MemberStatus is the state of the database in one member.
+type MemberStatus struct {
+	// Name of the member.
+	Name string `json:"name"`
+	// +optional
+	Cloud Cloud `json:"cloud,omitempty"`
+	// +optional
+	Region string `json:"region,omitempty"`
+	// StorageClass the data volumes use in this member.
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
+	// Replicas is the desired number of Pods.
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas is the number of ready Pods the member reports.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// BoundVolumes is the number of the database's data PersistentVolumeClaims that are bound.
+	// +optional
+	BoundVolumes int32 `json:"boundVolumes"`
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// LastBackup is when the backup CronJob last completed a Job successfully.
+	// +optional
+	LastBackup *metav1.Time `json:"lastBackup,omitempty"`
+	// LastScheduledBackup is when the backup CronJob last started a Job.
+	// +optional
+	LastScheduledBackup *metav1.Time `json:"lastScheduledBackup,omitempty"`
+	// BackupSchedule is the schedule after H expansion, as the member runs it.
+	// +optional
+	BackupSchedule string `json:"backupSchedule,omitempty"`
+	// LastError is the last error seen for this member, empty once it converged.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// Plan is what would be applied while the MySQLCluster is paused.
+	// +optional
+	// +listType=atomic
+	Plan []PlannedObject `json:"plan,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MySQLClusterStatus is the state of the database across its members.
+type MySQLClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// ReadyMembers is "ready/placed", e.g. "2/3".
+	// +optional
+	ReadyMembers string `json:"readyMembers,omitempty"`
+	// ReadyReplicas is "ready/desired" summed over the members, e.g. "5/6".
+	// +optional
+	ReadyReplicas string `json:"readyReplicas,omitempty"`
+	// StorageClasses lists the storage classes in use, one per distinct class, comma separated.
+	// +optional
+	StorageClasses string `json:"storageClasses,omitempty"`
+	// LastBackup is the oldest of the members' last successful backups: every member has a backup at least this
+	// recent.
+	// +optional
+	LastBackup *metav1.Time `json:"lastBackup,omitempty"`
+	// Members is the state in each placed member, by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []MemberStatus `json:"members,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MySQLCluster is a MySQL database placed on members of the fleet. Use the full name
+// mysqlclusters.mysqlfleet.io (or the short name myf) with kubectl: other MySQL operators also define a
+// "mysqlclusters" resource.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=myf;myfleet,categories=mysqlfleet
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=10
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=10
+// +kubebuilder:printcolumn:name="Storage Classes",type=string,JSONPath=`.status.storageClasses`,priority=10
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.lastBackup`,priority=10
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]{0,43}[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 45 characters: it names StatefulSets, Services and CronJobs in every member"
+type MySQLCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MySQLClusterSpec   `json:"spec"`
+	Status MySQLClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// MySQLClusterList is a list of MySQLClusters.
+type MySQLClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MySQLCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MySQLCluster{}, &MySQLClusterList{})
+}

@@ -1,0 +1,38 @@
+package v1alpha1
+
+// Names of the objects mysqlfleet writes into each member for a MySQLCluster. They live in the member namespace
+// of the same name as the MySQLCluster's namespace on the hub. metadata.name is at most 45 characters, so every
+// derived name stays within the 52 characters a CronJob or StatefulSet allows.
+
+// StatefulSetName is the MySQL StatefulSet; its Pods are <name>-0, <name>-1, ...
+func (c *MySQLCluster) StatefulSetName() string { return c.Name }
+
+// ServiceName is the client Service.
+func (c *MySQLCluster) ServiceName() string { return c.Name }
+
+// HeadlessServiceName is the StatefulSet's governing Service, which gives each Pod a stable DNS name.
+func (c *MySQLCluster) HeadlessServiceName() string { return c.Name + "-headless" }
+
+// ConfigMapName holds my.cnf.
+func (c *MySQLCluster) ConfigMapName() string { return c.Name + "-config" }
+
+// CredentialsSecretName holds the root and application passwords, on the hub and in every member.
+func (c *MySQLCluster) CredentialsSecretName() string { return c.Name + "-credentials" }
+
+// PodDisruptionBudgetName limits voluntary disruption of the MySQL Pods.
+func (c *MySQLCluster) PodDisruptionBudgetName() string { return c.Name }
+
+// BackupCronJobName runs the backups.
+func (c *MySQLCluster) BackupCronJobName() string { return c.Name + "-backup" }
+
+// BackupPVCName is the backup volume when backups go to a PVC.
+func (c *MySQLCluster) BackupPVCName() string { return c.Name + "-backup" }
+
+// DataVolumeName is the StatefulSet's volumeClaimTemplate; PVCs are named <DataVolumeName>-<name>-<ordinal>.
+const DataVolumeName = "data"
+
+// Keys of the credentials Secret.
+const (
+	RootPasswordKey = "root-password"
+	PasswordKey     = "password"
+)
