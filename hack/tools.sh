@@ -106,6 +106,20 @@ go_install() {
 
 link() { ln -sf "$1" "$bin/$(basename "$1")"; }
 
+# kwok_stages writes the stage definitions that make fake nodes Ready and fake Pods run, become Ready, complete
+# and go away, taken from the kwok module of the pinned version.
+kwok_stages() {
+  local out=$cache/kwok-$KWOK_VERSION/kwok-stages.yaml dir f
+  [[ -s $out ]] && return 0
+  dir=$(cd "$cache" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  : >"$out.tmp"
+  for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml \
+    pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    { echo "---"; cat "$dir/kustomize/stage/$f"; } >>"$out.tmp"
+  done
+  mv "$out.tmp" "$out"
+}
+
 tools=("$@")
 ((${#tools[@]})) || tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm
   controller-gen kind ginkgo golangci-lint)
@@ -120,7 +134,8 @@ for t in "${tools[@]}"; do
   case $t in
     kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) link "$cache/kube-$KUBE_VERSION/$t" ;;
     etcd) build_etcd && link "$cache/etcd-$ETCD_VERSION/etcd" ;;
-    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok && link "$cache/kwok-$KWOK_VERSION/kwok" ;;
+    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok && kwok_stages &&
+      link "$cache/kwok-$KWOK_VERSION/kwok" && link "$cache/kwok-$KWOK_VERSION/kwok-stages.yaml" ;;
     kwokctl) go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl && link "$cache/kwokctl-$KWOK_VERSION/kwokctl" ;;
     helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm && link "$cache/helm-$HELM_VERSION/helm" ;;
     controller-gen) go_install controller-gen "$CONTROLLER_TOOLS_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen &&

@@ -1,0 +1,170 @@
+package testfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mysqlfleet/mysqlfleet/clusters"
+)
+
+// Cluster is one running cluster of the fleet.
+type Cluster struct {
+	clusters.Definition
+	// Dir holds the cluster's certificates, etcd data, kubeconfig and process logs.
+	Dir string
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+	// Kubeconfig is the admin kubeconfig with certificates embedded: no file paths, usable in a member Secret.
+	Kubeconfig []byte
+	// KubeconfigPath is where Kubeconfig is written.
+	KubeconfigPath string
+
+	env *envtest.Environment
+	bin string
+
+	mu         sync.Mutex
+	procs      []*exec.Cmd
+	cancelLoop context.CancelFunc
+	loops      sync.WaitGroup
+}
+
+func (c *Cluster) start(ctx context.Context, crds []string, workloads bool) error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	apiLog, err := logFile(c.Dir, "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	etcdLog, err := logFile(c.Dir, "etcd")
+	if err != nil {
+		return err
+	}
+	api := &envtest.APIServer{CertDir: filepath.Join(c.Dir, "pki"), Out: apiLog, Err: apiLog, StartTimeout: 2 * time.Minute}
+	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
+		return err
+	}
+	// Short watch-cache and event TTLs are irrelevant here; what matters is that requests made by the workload
+	// controllers are served like a real cluster's, so the defaults stay.
+	etcd := &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: time.Minute}
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: c.bin,
+		ControlPlane:          envtest.ControlPlane{APIServer: api, Etcd: etcd},
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: len(crds) > 0,
+	}
+	if _, err := c.env.Start(); err != nil {
+		return fmt.Errorf("testfleet: starting %s: %w", c.Name, err)
+	}
+	user, err := c.env.AddUser(envtest.User{Name: "fleet-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("testfleet: admin user for %s: %w", c.Name, err)
+	}
+	c.Config = user.Config()
+	c.Config.QPS, c.Config.Burst = 200, 400
+	if c.Kubeconfig, err = user.KubeConfig(); err != nil {
+		return err
+	}
+	c.KubeconfigPath = filepath.Join(c.Dir, "kubeconfig")
+	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig, 0o600); err != nil {
+		return err
+	}
+	if workloads {
+		return c.startWorkloads(ctx)
+	}
+	return nil
+}
+
+// Clientset returns a typed admin client.
+func (c *Cluster) Clientset() *kubernetes.Clientset {
+	return kubernetes.NewForConfigOrDie(c.Config)
+}
+
+// StopAPIServer stops the cluster's kube-apiserver, leaving etcd and its data: the cluster becomes unreachable,
+// as a member does when its network or control plane fails.
+func (c *Cluster) StopAPIServer() error {
+	return c.env.ControlPlane.APIServer.Stop()
+}
+
+// StartAPIServer starts the kube-apiserver again on the same address, with the same certificates and data.
+func (c *Cluster) StartAPIServer() error {
+	return c.env.ControlPlane.APIServer.Start()
+}
+
+// run starts a helper process whose output goes to a log in the cluster's directory. The kernel kills it if
+// this process dies (Pdeathsig).
+func (c *Cluster) run(name string, args ...string) error {
+	out, err := logFile(c.Dir, name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("testfleet: starting %s in %s: %w", name, c.Name, err)
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, cmd)
+	c.mu.Unlock()
+	go func() { _ = cmd.Wait(); _ = out.Close() }()
+	return nil
+}
+
+// stop ends the helper processes, then the API server before etcd (an API server whose etcd is gone may hang
+// on SIGTERM).
+func (c *Cluster) stop() error {
+	c.mu.Lock()
+	procs := c.procs
+	c.procs = nil
+	cancel := c.cancelLoop
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		c.loops.Wait()
+	}
+	var errs []error
+	for _, p := range procs {
+		if p.Process != nil {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range procs {
+		if p.Process == nil {
+			continue
+		}
+		done := make(chan struct{})
+		go func() {
+			for {
+				if err := p.Process.Signal(syscall.Signal(0)); err != nil {
+					close(done)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.Process.Kill()
+		}
+	}
+	if c.env != nil {
+		if err := c.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("testfleet: stopping %s: %w", c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

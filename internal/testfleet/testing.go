@@ -1,0 +1,44 @@
+package testfleet
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// ForTest starts a fleet for a test and stops it when the test ends, whether it passed, failed or was
+// interrupted: Ctrl-C or SIGTERM stop the fleet before the test binary exits, and the guardian covers a
+// binary that is killed outright.
+func ForTest(tb testing.TB, opts Options) *Fleet {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f, err := Start(ctx, opts)
+	if err != nil {
+		tb.Fatalf("starting the test fleet: %v", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			_ = f.Stop()
+			signal.Stop(sigs)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Signal(s) // die of the same signal, now that the fleet is gone
+			}
+		case <-done:
+		}
+	}()
+	tb.Cleanup(func() {
+		close(done)
+		signal.Stop(sigs)
+		if err := f.Stop(); err != nil {
+			tb.Errorf("stopping the test fleet: %v", err)
+		}
+	})
+	return f
+}

@@ -1,0 +1,124 @@
+package testfleet
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// FakeNodeName is the kwok node every member schedules its Pods on.
+const FakeNodeName = "kwok-node-0"
+
+// startWorkloads makes a bare control plane run workloads: kube-controller-manager (StatefulSets make Pods and
+// PVCs, CronJobs make Jobs, PVCs bind, garbage is collected), kube-scheduler, kwok with one fake node (Pods
+// become Running and Ready, Jobs complete), and for every StorageClass of the definition a provisioner that
+// creates, binds, expands and reclaims volumes the way a CSI driver would.
+func (c *Cluster) startWorkloads(ctx context.Context) error {
+	kc := c.KubeconfigPath
+	if err := c.run("kube-controller-manager",
+		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
+		"--leader-elect=false", "--controllers=*", "--secure-port=0", "--use-service-account-credentials=false",
+		// Quick garbage collection and CronJob/Job syncs keep tests short.
+		"--concurrent-statefulset-syncs=10", "--node-monitor-grace-period=40s",
+	); err != nil {
+		return err
+	}
+	if err := c.run("kube-scheduler",
+		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
+		"--leader-elect=false", "--secure-port=0",
+	); err != nil {
+		return err
+	}
+	if err := c.run("kwok",
+		"--kubeconfig="+kc, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--config="+filepath.Join(c.bin, "kwok-stages.yaml"), "--server-address=",
+	); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	if err := c.createFakeNode(ctx, cs); err != nil {
+		return err
+	}
+	if err := c.createStorageClasses(ctx, cs); err != nil {
+		return err
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.cancelLoop = cancel
+	c.mu.Unlock()
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		newProvisioner(cs, c.Definition.StorageClassNames()).run(loopCtx)
+	}()
+	return nil
+}
+
+func (c *Cluster) createFakeNode(ctx context.Context, cs kubernetes.Interface) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("500"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        FakeNodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{
+				"kubernetes.io/hostname": FakeNodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"type": "kwok", "topology.kubernetes.io/region": c.Region,
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testfleet: fake node in %s: %w", c.Name, err)
+	}
+	// kwok marks the node Ready within a second or two; Pods scheduled before that would wait anyway.
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, FakeNodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+func (c *Cluster) createStorageClasses(ctx context.Context, cs kubernetes.Interface) error {
+	for _, d := range c.StorageClasses {
+		sc := &storagev1.StorageClass{
+			ObjectMeta:           metav1.ObjectMeta{Name: d.Name},
+			Provisioner:          provisionerFor(c.Cloud),
+			ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+			AllowVolumeExpansion: ptr.To(true),
+			VolumeBindingMode:    ptr.To(storagev1.VolumeBindingImmediate),
+		}
+		if d.Default {
+			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+		}
+		if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("testfleet: StorageClass %s in %s: %w", d.Name, c.Name, err)
+		}
+	}
+	return nil
+}
