@@ -29,9 +29,8 @@ tools: ## Build every pinned tool into ./bin (cached in ~/.cache/mysqlfleet by v
 	hack/tools.sh
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC from markers.
-	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
+manifests: $(CONTROLLER_GEN) ## Generate the CRD from markers.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy and apply configurations.
