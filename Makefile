@@ -39,7 +39,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy and apply configurations.
 .PHONY: check-generate
 check-generate: manifests generate ## Fail if generated files differ from what is committed.
 	git diff --exit-code -- api config charts || { echo "generated files are stale: run make manifests generate"; exit 1; }
-	test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "untracked generated files"; exit 1; }
+	test -z "$$(git ls-files --others --exclude-standard -- api config charts)" || { git ls-files --others --exclude-standard -- api config charts; echo "untracked generated files"; exit 1; }
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

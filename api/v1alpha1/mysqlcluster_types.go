@@ -29,11 +29,11 @@ const (
 
 // MySQLClusterSpec is what a database needs, and where.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it"
+// +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
 type MySQLClusterSpec struct {
 	// Version is the MySQL version; the image is mysql:<version> unless image is set.
-	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="version must be a MySQL version number such as 8.4 or 8.4.3, not an image tag such as latest"
 	Version string `json:"version"`
 
 	// Image overrides the MySQL image, e.g. a mirror or a MySQL-compatible server.
@@ -102,14 +102,14 @@ type MySQLClusterSpec struct {
 
 // Placement names members, selects them by label, or both; the union is placed.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.members) && size(self.members) > 0) || has(self.memberSelector)",message="placement needs members or memberSelector"
+// +kubebuilder:validation:XValidation:rule="(has(self.members) && size(self.members) > 0) || has(self.memberSelector)",message="placement needs members (a non-empty list of member names) or memberSelector"
 type Placement struct {
 	// Members are names of registered members.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="member names are lower case: letters, digits and '-', starting and ending with a letter or digit (the name of the member's registration Secret)"
 	Members []string `json:"members,omitempty"`
 
 	// MemberSelector selects registered members by their labels, e.g. mysqlfleet.io/cloud or mysqlfleet.io/region.
@@ -139,11 +139,14 @@ type StorageClassByCloud struct {
 
 // Storage is the data volume of each MySQL Pod. The class is, in order of precedence: storageClassName, the
 // member's mysqlfleet.io/storage-class annotation, then storageClassByCloud for the member's cloud.
-//
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size may not shrink: volumes can only grow"
 type Storage struct {
-	// Size of each Pod's data volume. It may grow, never shrink.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="storage.size must be greater than zero"
+	// The size rules here and in PVCTarget test isQuantity first, so that a malformed size is reported once, by
+	// the schema's pattern, and not again as a CEL evaluation error. They sit on the field rather than on the
+	// struct so that the error names the field and its value.
+
+	// Size of each Pod's data volume, such as 20Gi. It may grow, never shrink.
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="storage.size must be a size greater than zero, such as 20Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storage.size may not shrink: volumes can only grow",messageExpression="'storage.size may not shrink below ' + string(oldSelf) + ': volumes can only grow'"
 	Size resource.Quantity `json:"size"`
 
 	// StorageClassByCloud picks the class by the member's cloud.
@@ -207,11 +210,10 @@ type BackupTarget struct {
 }
 
 // PVCTarget is a backup volume in each member.
-//
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="backup.target.pvc.size may not shrink: volumes can only grow"
 type PVCTarget struct {
-	// Size of the backup volume.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="backup.target.pvc.size must be greater than zero"
+	// Size of the backup volume, such as 50Gi. It may grow, never shrink.
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="backup.target.pvc.size must be a size greater than zero, such as 50Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="backup.target.pvc.size may not shrink: volumes can only grow",messageExpression="'backup.target.pvc.size may not shrink below ' + string(oldSelf) + ': volumes can only grow'"
 	Size resource.Quantity `json:"size"`
 	// StorageClassByCloud picks the class by the member's cloud.
 	// +optional
@@ -240,8 +242,8 @@ type BucketTarget struct {
 	Bucket string `json:"bucket"`
 	// Endpoint overrides the service URL, e.g. for an S3-compatible store.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches(r'^https?://[^\\s/]+(/\\S*)?$')",message="endpoint must be an http:// or https:// URL with a host, such as https://minio.example.com:9000"
 	Endpoint string `json:"endpoint,omitempty"`
 	// Prefix of the object keys; the member's name and the database's name are appended.
 	// +optional
@@ -253,12 +255,15 @@ type BucketTarget struct {
 
 // AzureBlobTarget is an Azure Blob Storage container.
 type AzureBlobTarget struct {
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])$`
+	// Container is the name of an Azure Blob Storage container.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9-]*[a-z0-9])?$') && !self.contains('--')",message="container must be an Azure container name: 3 to 63 lower case letters, digits and single hyphens, starting and ending with a letter or digit"
 	Container string `json:"container"`
 	// Endpoint overrides the service URL, e.g. https://ACCOUNT.blob.core.windows.net.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches(r'^https?://[^\\s/]+(/\\S*)?$')",message="endpoint must be an http:// or https:// URL with a host, such as https://minio.example.com:9000"
 	Endpoint string `json:"endpoint,omitempty"`
 	// Prefix of the blob names; the member's name and the database's name are appended.
 	// +optional

@@ -23,6 +23,7 @@ package v1alpha1
 //
 // AzureBlobTarget is an Azure Blob Storage container.
 type AzureBlobTargetApplyConfiguration struct {
+	// Container is the name of an Azure Blob Storage container.
 	Container *string `json:"container,omitempty"`
 	// Endpoint overrides the service URL, e.g. https://ACCOUNT.blob.core.windows.net.
 	Endpoint *string `json:"endpoint,omitempty"`

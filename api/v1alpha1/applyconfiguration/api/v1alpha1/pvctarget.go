@@ -27,7 +27,7 @@ import (
 //
 // PVCTarget is a backup volume in each member.
 type PVCTargetApplyConfiguration struct {
-	// Size of the backup volume.
+	// Size of the backup volume, such as 50Gi. It may grow, never shrink.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassByCloud picks the class by the member's cloud.
 	StorageClassByCloud *StorageClassByCloudApplyConfiguration `json:"storageClassByCloud,omitempty"`

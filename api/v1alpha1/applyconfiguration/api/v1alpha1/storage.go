@@ -28,7 +28,7 @@ import (
 // Storage is the data volume of each MySQL Pod. The class is, in order of precedence: storageClassName, the
 // member's mysqlfleet.io/storage-class annotation, then storageClassByCloud for the member's cloud.
 type StorageApplyConfiguration struct {
-	// Size of each Pod's data volume. It may grow, never shrink.
+	// Size of each Pod's data volume, such as 20Gi. It may grow, never shrink.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassByCloud picks the class by the member's cloud.
 	StorageClassByCloud *StorageClassByCloudApplyConfiguration `json:"storageClassByCloud,omitempty"`

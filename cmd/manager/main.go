@@ -1,0 +1,57 @@
+// Command manager is mysqlfleet's hub manager: it reconciles MySQLClusters on the hub into the registered member
+// clusters. Flags only; the assembly lives in internal/manager.
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+	"github.com/mysqlfleet/mysqlfleet/internal/manager"
+)
+
+func main() {
+	var o manager.Options
+	var qps float64
+	defaultNS := os.Getenv("POD_NAMESPACE")
+	if defaultNS == "" {
+		defaultNS = "mysqlfleet-system"
+	}
+	flag.StringVar(&o.Namespace, "namespace", defaultNS, "the manager's namespace: member registration Secrets, generated credentials and the leader Lease (default $POD_NAMESPACE)")
+	flag.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader, so that only one of several replicas reconciles")
+	flag.StringVar(&o.LeaderElectionID, "leader-election-id", "mysqlfleet-manager", "name of the leader election Lease")
+	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a leader that stopped renewing")
+	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leadership")
+	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader election is attempted")
+	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.BoolVar(&o.Kubeconfig.AllowInsecureTLS, "allow-insecure-member-tls", false, "accept member kubeconfigs with insecure-skip-tls-verify (never in production)")
+	flag.Float64Var(&qps, "member-qps", kubeconfig.DefaultQPS, "queries per second to each member")
+	flag.IntVar(&o.Kubeconfig.Burst, "member-burst", kubeconfig.DefaultBurst, "burst of queries to each member")
+	flag.DurationVar(&o.MemberSyncTimeout, "member-sync-timeout", 20*time.Second, "how long a registering member has to answer before it is retried with backoff")
+	flag.DurationVar(&o.MemberTimeout, "member-timeout", 15*time.Second, "bound on one reconcile's work in one member")
+	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	o.Kubeconfig.QPS = float32(qps)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
+	if err != nil {
+		log.Error(err, "Unable to set up the manager")
+		os.Exit(1)
+	}
+	log.Info("Starting the manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
+	// SIGTERM cancels the context; the manager stops its controllers and, with ReleaseOnCancel, hands the Lease
+	// over at once instead of making the standby wait for it to expire.
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "The manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// Actions an apply takes, as reported in status.members[].plan while paused.
+const (
+	ActionCreate    = "Create"
+	ActionUpdate    = "Update"
+	ActionUnchanged = "Unchanged"
+)
+
+// applier writes the rendered objects into one member with server-side apply, under one field manager. It
+// first reads the object from the member's cache and extracts the fields mysqlfleet owns: when they already
+// equal the desired configuration, it writes nothing, so that a converged fleet makes no API requests.
+type applier struct {
+	c client.Client
+	// dryRun computes the action without writing (paused MySQLClusters).
+	dryRun bool
+}
+
+// apply applies one object and returns its kind, name and the action taken (or, in dry run, that would be).
+func (a applier) apply(ctx context.Context, obj runtime.ApplyConfiguration) (kind, name, action string, err error) {
+	switch ac := obj.(type) {
+	case *corev1ac.NamespaceApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &corev1.Namespace{}, *ac.Name, "", corev1ac.ExtractNamespace)
+		return "Namespace", *ac.Name, action, err
+	case *corev1ac.SecretApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &corev1.Secret{}, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret)
+		return "Secret", *ac.Name, action, err
+	case *corev1ac.ConfigMapApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &corev1.ConfigMap{}, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap)
+		return "ConfigMap", *ac.Name, action, err
+	case *corev1ac.ServiceApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &corev1.Service{}, *ac.Name, *ac.Namespace, corev1ac.ExtractService)
+		return "Service", *ac.Name, action, err
+	case *corev1ac.PersistentVolumeClaimApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &corev1.PersistentVolumeClaim{}, *ac.Name, *ac.Namespace, corev1ac.ExtractPersistentVolumeClaim)
+		return "PersistentVolumeClaim", *ac.Name, action, err
+	case *appsv1ac.StatefulSetApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &appsv1.StatefulSet{}, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet)
+		return "StatefulSet", *ac.Name, action, err
+	case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace, policyv1ac.ExtractPodDisruptionBudget)
+		return "PodDisruptionBudget", *ac.Name, action, err
+	case *batchv1ac.CronJobApplyConfiguration:
+		action, err = applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob)
+		return "CronJob", *ac.Name, action, err
+	}
+	return "", "", "", fmt.Errorf("no apply support for %T", obj)
+}
+
+func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a applier, desired AC, live O,
+	name, namespace string, extract func(O, string) (AC, error)) (string, error) {
+	action := ActionCreate
+	err := a.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", err
+	default:
+		owned, err := extract(live, v1alpha1.FieldManager)
+		if err != nil {
+			return "", err
+		}
+		if equality.Semantic.DeepEqual(owned, desired) {
+			return ActionUnchanged, nil
+		}
+		action = ActionUpdate
+	}
+	if a.dryRun {
+		return action, nil
+	}
+	return action, a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+}

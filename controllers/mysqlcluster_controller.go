@@ -1,0 +1,190 @@
+// Package controllers holds the hub's MySQLCluster reconciler: it resolves each MySQLCluster's placement into
+// members, renders and applies what every member needs, reads back how ready it is, and writes one status.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+)
+
+// MemberObjects are the kinds mysqlfleet writes into members and watches there. The fleet provider syncs their
+// informers when a member registers.
+func MemberObjects() []client.Object {
+	return []client.Object{
+		&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{},
+		&policyv1.PodDisruptionBudget{}, &batchv1.CronJob{}, &corev1.PersistentVolumeClaim{}, &corev1.Namespace{},
+	}
+}
+
+// MySQLClusterReconciler reconciles MySQLClusters on the hub into their members.
+type MySQLClusterReconciler struct {
+	// Hub reads and writes MySQLClusters and credentials on the hub.
+	Hub client.Client
+	// Fleet knows the registered members and their clusters.
+	Fleet *fleet.Provider
+	// Recorder emits Events on MySQLClusters.
+	Recorder events.EventRecorder
+	// Namespace is the manager's namespace, which keeps the generated credentials on the hub.
+	Namespace string
+	// MemberTimeout bounds the work in one member during one reconcile, so that a slow member delays neither
+	// the others nor the status. Default 15s.
+	MemberTimeout time.Duration
+	// DeletionTimeout is how long deletion waits for unreachable members before the MySQLCluster is released
+	// and their leftovers recorded. Default 5m.
+	DeletionTimeout time.Duration
+
+	memberChanged chan event.GenericEvent
+}
+
+// +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete,namespace=mysqlfleet-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=mysqlfleet-system
+
+// SetupWithManager registers the reconciler. It reconciles MySQLClusters on the hub only; objects in members
+// map back to their MySQLCluster by the labels every member object carries.
+func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.MemberTimeout == 0 {
+		r.MemberTimeout = 15 * time.Second
+	}
+	if r.DeletionTimeout == 0 {
+		r.DeletionTimeout = 5 * time.Minute
+	}
+	r.memberChanged = make(chan event.GenericEvent, 1024)
+	b := mcbuilder.ControllerManagedBy(mgr).
+		Named("mysqlcluster").
+		For(&v1alpha1.MySQLCluster{},
+			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)).
+		// Several MySQLClusters reconcile at once, so that one waiting on a slow member holds up no other.
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{MaxConcurrentReconciles: 8}).
+		WatchesRawSource(source.TypedChannel(r.memberChanged, handler.TypedEnqueueRequestsFromMapFunc(r.allClusters)))
+	for _, obj := range MemberObjects() {
+		if _, ok := obj.(*corev1.Namespace); ok {
+			continue // shared by every MySQLCluster of a namespace; it carries no cluster labels
+		}
+		b = b.Watches(obj, toHubObject,
+			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true))
+	}
+	return b.Complete(r)
+}
+
+// MemberChanged requeues every MySQLCluster after a member registered, left, or changed its facts.
+func (r *MySQLClusterReconciler) MemberChanged(member string) {
+	if r.memberChanged == nil {
+		return
+	}
+	select {
+	case r.memberChanged <- event.GenericEvent{Object: &corev1.Secret{}}:
+	default: // a requeue of everything is already pending
+	}
+}
+
+func (r *MySQLClusterReconciler) allClusters(ctx context.Context, _ client.Object) []mcreconcile.Request {
+	var list v1alpha1.MySQLClusterList
+	if err := r.Hub.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing MySQLClusters to requeue after a member change")
+		return nil
+	}
+	reqs := make([]mcreconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		reqs = append(reqs, mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)}})
+	}
+	return reqs
+}
+
+// toHubObject maps an object in a member to the MySQLCluster on the hub named by its labels.
+func toHubObject(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []mcreconcile.Request {
+		l := obj.GetLabels()
+		ns, name := l[v1alpha1.ClusterNamespaceLabel], l[v1alpha1.ClusterNameLabel]
+		if ns == "" || name == "" || l[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+			return nil
+		}
+		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}}
+	})
+}
+
+// Reconcile brings every member of one MySQLCluster in line with its spec and reports what it found.
+func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if req.ClusterName != multicluster.ClusterName("") {
+		return ctrl.Result{}, nil // member events are mapped to the hub object; nothing reconciles in members
+	}
+	log := ctrl.LoggerFrom(ctx)
+	c := &v1alpha1.MySQLCluster{}
+	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, c)
+	}
+	if controllerutil.AddFinalizer(c, v1alpha1.Finalizer) {
+		if err := r.Hub.Update(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	r.resolvePlacement(s)
+	if err := r.reconcileCredentials(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reconcileMembers(ctx, s)
+	r.reconcileDeparted(ctx, s)
+	s.computeStatus()
+	if err := r.writeStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if s.retry {
+		log.V(4).Info("Members not converged; retrying", "after", retryAfter)
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// retryAfter is how soon a MySQLCluster is reconciled again while a member is unreachable or failing; member
+// events bring it back sooner when something changes there.
+const retryAfter = 10 * time.Second
+
+// writeStatus writes the computed status if it differs from what the hub has, and emits Events for the
+// conditions that changed.
+func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before, &s.cluster.Status) {
+		return nil
+	}
+	r.emitTransitions(s)
+	if err := r.Hub.Status().Update(ctx, s.cluster); err != nil {
+		return fmt.Errorf("failed to update status of %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package controllers
+
+import (
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
+)
+
+// scope holds the inputs and findings of one reconcile of one MySQLCluster.
+type scope struct {
+	// cluster is the MySQLCluster; its status is rebuilt during the pass and written once at the end.
+	cluster *v1alpha1.MySQLCluster
+	// before is the status as read, to write only when something changed.
+	before *v1alpha1.MySQLClusterStatus
+	// placed are the members the placement resolved to, engaged or not.
+	placed []fleet.State
+	// unknown are names in placement.members that are not registered.
+	unknown []string
+	// placementErr is an invalid memberSelector.
+	placementErr error
+	// specErr is a spec the API server accepted but mysqlfleet cannot honour (e.g. a bad backup schedule).
+	specErr error
+	// creds are the generated passwords, the same for every member.
+	creds render.Credentials
+	// members are the per-member results, in placement order.
+	members []v1alpha1.MemberStatus
+	// retry asks for another pass soon: a member was unreachable or failed.
+	retry bool
+}

@@ -1,0 +1,405 @@
+// Package fleet keeps the hub's registry of member clusters. It is a multicluster-runtime provider: a controller
+// on the hub reads member registration Secrets (label mysqlfleet.io/member=true in the manager's namespace),
+// passes every kubeconfig through the gate in internal/kubeconfig before any client exists, builds a cluster
+// whose cache holds only what mysqlfleet manages, proves the member answers, and engages it with the manager.
+//
+// It replaces multicluster-runtime's kubeconfig provider, which it follows in shape, for three reasons found in
+// that provider's source (v0.24.1): it builds the rest.Config with clientcmd.RESTConfigFromKubeConfig, which
+// reads files named in the kubeconfig before any hook can refuse it; it reconciles Secrets with one worker; and
+// it waits for a member's cache with no deadline, so one unreachable member holds every later registration.
+// Here, registrations run concurrently, the first sync of each member is bounded, and a member that does not
+// answer is retried with backoff while the others go on.
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+)
+
+// Options configure the provider.
+type Options struct {
+	// Namespace holds the member registration Secrets: the manager's own namespace.
+	Namespace string
+	// Kubeconfig tunes the gate and the member clients.
+	Kubeconfig kubeconfig.Options
+	// Scheme of the member clusters' clients and caches.
+	Scheme *runtime.Scheme
+	// WatchedObjects are the kinds the manager watches in members. Their informers are started and synced when a
+	// member registers, which is how the provider learns that the member answers.
+	WatchedObjects []client.Object
+	// SyncTimeout bounds a member's first sync. Default 20s.
+	SyncTimeout time.Duration
+	// MaxConcurrentRegistrations is how many Secrets are processed at once. Default 8.
+	MaxConcurrentRegistrations int
+	// OnChange is called with a member's name whenever its facts or reachability change, so that the
+	// MySQLClusters placed there are reconciled again.
+	OnChange func(member string)
+}
+
+// State is what the hub knows about one registered member.
+type State struct {
+	placement.Member
+	// Engaged is true when the member's cluster is running and engaged with the manager.
+	Engaged bool
+	// Err is why the member is not engaged: a refused kubeconfig, invalid facts, or an unreachable API server.
+	Err error
+}
+
+type member struct {
+	facts   placement.Member
+	factErr error
+	hash    string
+	cl      cluster.Cluster
+	cancel  context.CancelFunc
+	err     error
+	backoff time.Duration
+}
+
+// Provider is the member registry.
+type Provider struct {
+	opts Options
+	log  logr.Logger
+
+	mu       sync.RWMutex
+	members  map[string]*member
+	indexers []index
+
+	mgr      mcmanager.Manager
+	hub      client.Client
+	recorder events.EventRecorder
+	// ctx is the manager's context, the parent of every member cluster's context.
+	ctx context.Context
+}
+
+type index struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+var _ multicluster.Provider = &Provider{}
+
+// ErrUnreachable wraps the error of a member whose API server did not answer in time.
+var ErrUnreachable = errors.New("member unreachable")
+
+// New returns a provider; SetupWithManager wires it.
+func New(opts Options) *Provider {
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = 20 * time.Second
+	}
+	if opts.MaxConcurrentRegistrations == 0 {
+		opts.MaxConcurrentRegistrations = 8
+	}
+	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{}}
+}
+
+// SetupWithManager registers the registration controller on the hub's manager. It runs only on the elected
+// leader, like every controller, so standbys hold no member connections.
+func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
+	p.mgr = mgr
+	local := mgr.GetLocalManager()
+	p.hub = local.GetClient()
+	p.recorder = local.GetEventRecorder("mysqlfleet")
+	isRegistration := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == p.opts.Namespace && o.GetLabels()[v1alpha1.MemberSecretLabel] == "true"
+	})
+	return ctrl.NewControllerManagedBy(local).
+		Named("member-registration").
+		For(&corev1.Secret{}, builder.WithPredicates(isRegistration)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentRegistrations}).
+		Complete(p)
+}
+
+// Get returns an engaged member's cluster.
+func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if m, ok := p.members[string(name)]; ok && m.cl != nil {
+		return m.cl, nil
+	}
+	return nil, multicluster.ErrClusterNotFound
+}
+
+// IndexField adds an index to every member's cache, present and future.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.indexers = append(p.indexers, index{obj, field, extract})
+	var errs []error
+	for name, m := range p.members {
+		if m.cl != nil {
+			if err := m.cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
+				errs = append(errs, fmt.Errorf("index %s in member %s: %w", field, name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Members returns every registered member, engaged or not, sorted by name. Members whose facts are invalid
+// are included with Err set so that placement can name them instead of calling them unknown.
+func (p *Provider) Members() []State {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]State, 0, len(p.members))
+	for name, m := range p.members {
+		s := State{Member: m.facts, Engaged: m.cl != nil, Err: m.err}
+		s.Name = name
+		if m.factErr != nil {
+			s.Err = m.factErr
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Reconcile registers, updates or removes the member of one Secret.
+func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	name := req.Name
+	log := p.log.WithValues("member", name)
+	var secret corev1.Secret
+	if err := p.hub.Get(ctx, req.NamespacedName, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.remove(name, log, "registration Secret deleted")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !secret.DeletionTimestamp.IsZero() || secret.Labels[v1alpha1.MemberSecretLabel] != "true" {
+		p.remove(name, log, "registration withdrawn")
+		return ctrl.Result{}, nil
+	}
+
+	facts, factErr := placement.MemberFromSecret(&secret)
+	data := secret.Data[v1alpha1.KubeconfigKey]
+	hash := sha256.Sum256(data)
+	hashStr := hex.EncodeToString(hash[:])
+
+	p.mu.Lock()
+	m, exists := p.members[name]
+	if !exists {
+		m = &member{}
+		p.members[name] = m
+	}
+	factsChanged := !equalMember(m.facts, facts) || (m.factErr == nil) != (factErr == nil)
+	m.facts, m.factErr = facts, factErr
+	sameConfig := m.hash == hashStr && m.cl != nil
+	p.mu.Unlock()
+	if factErr != nil {
+		p.event(&secret, corev1.EventTypeWarning, "InvalidRegistration", factErr.Error())
+	}
+	if sameConfig {
+		if factsChanged {
+			p.changed(name)
+		}
+		return ctrl.Result{}, nil
+	}
+
+	// A new or changed kubeconfig: the old cluster, if any, goes first.
+	p.disengage(name)
+	cfg, err := kubeconfig.RESTConfig(name, data, p.opts.Kubeconfig)
+	if err != nil {
+		// The error names the refused field, never a secret value.
+		log.Error(err, "Refused member kubeconfig")
+		p.setErr(name, hashStr, err)
+		p.event(&secret, corev1.EventTypeWarning, "KubeconfigRefused", err.Error())
+		p.changed(name)
+		return ctrl.Result{}, nil // nothing to retry until the Secret changes
+	}
+	if err := p.engage(ctx, name, hashStr, cfg, log); err != nil {
+		backoff := p.setErr(name, hashStr, err)
+		if !errors.Is(err, ErrUnreachable) || backoff == initialBackoff {
+			p.event(&secret, corev1.EventTypeWarning, "MemberUnreachable", err.Error())
+		}
+		p.changed(name)
+		log.Info("Member not engaged; retrying", "err", err.Error(), "after", backoff)
+		return ctrl.Result{RequeueAfter: backoff}, nil
+	}
+	p.event(&secret, corev1.EventTypeNormal, "MemberEngaged", "member API server answered; caches synced")
+	log.Info("Member engaged", "server", cfg.Host)
+	p.changed(name)
+	return ctrl.Result{}, nil
+}
+
+const (
+	initialBackoff = 2 * time.Second
+	maxBackoff     = 2 * time.Minute
+)
+
+// engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
+func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, log logr.Logger) error {
+	managed := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = p.opts.Scheme
+		o.Logger = log
+		// Only objects mysqlfleet manages are cached, so memory does not grow with what else runs in members.
+		o.Cache = cache.Options{DefaultLabelSelector: managed}
+	})
+	if err != nil {
+		return fmt.Errorf("building client for member %s: %w", name, err)
+	}
+	p.mu.RLock()
+	for _, idx := range p.indexers {
+		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
+			p.mu.RUnlock()
+			return err
+		}
+	}
+	p.mu.RUnlock()
+
+	clusterCtx, cancel := context.WithCancel(p.baseContext(ctx))
+	go func() {
+		if err := cl.Start(clusterCtx); err != nil {
+			log.Error(err, "Member cluster stopped")
+		}
+	}()
+	syncCtx, syncCancel := context.WithTimeout(clusterCtx, p.opts.SyncTimeout)
+	defer syncCancel()
+	for _, obj := range p.opts.WatchedObjects {
+		if _, err := cl.GetCache().GetInformer(syncCtx, obj); err != nil {
+			cancel()
+			return fmt.Errorf("%w: no answer from %s within %s", ErrUnreachable, cfg.Host, p.opts.SyncTimeout)
+		}
+	}
+
+	p.mu.Lock()
+	m := p.members[name]
+	if m == nil || m.hash != "" && m.hash != hash && m.cl != nil {
+		// Removed or replaced while we synced.
+		p.mu.Unlock()
+		cancel()
+		return fmt.Errorf("member %s changed during registration", name)
+	}
+	m.cl, m.cancel, m.hash, m.err, m.backoff = cl, cancel, hash, nil, 0
+	p.mu.Unlock()
+
+	if err := p.mgr.Engage(clusterCtx, multicluster.ClusterName(name), cl); err != nil {
+		p.disengage(name)
+		return fmt.Errorf("engaging member %s: %w", name, err)
+	}
+	return nil
+}
+
+// baseContext is the manager's context once known; the first registration's context stands in before that.
+// Member clusters must outlive the reconcile that created them.
+func (p *Provider) baseContext(ctx context.Context) context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx == nil {
+		p.ctx = context.WithoutCancel(ctx)
+	}
+	return p.ctx
+}
+
+// Start records the manager's context so that member clusters stop with the manager.
+func (p *Provider) Start(ctx context.Context) error {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	<-ctx.Done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if m.cancel != nil {
+			m.cancel()
+		}
+	}
+	return nil
+}
+
+// NeedLeaderElection: the member clusters exist only on the leader.
+func (p *Provider) NeedLeaderElection() bool { return true }
+
+func (p *Provider) setErr(name, hash string, err error) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.members[name]
+	if m == nil {
+		return initialBackoff
+	}
+	m.hash, m.err = hash, err
+	if m.backoff == 0 {
+		m.backoff = initialBackoff
+	} else {
+		m.backoff = min(2*m.backoff, maxBackoff)
+	}
+	return m.backoff
+}
+
+func (p *Provider) disengage(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m := p.members[name]; m != nil && m.cancel != nil {
+		m.cancel()
+		m.cl, m.cancel, m.hash = nil, nil, ""
+	}
+}
+
+func (p *Provider) remove(name string, log logr.Logger, why string) {
+	p.mu.Lock()
+	m, ok := p.members[name]
+	if ok {
+		if m.cancel != nil {
+			m.cancel()
+		}
+		delete(p.members, name)
+	}
+	p.mu.Unlock()
+	if ok {
+		log.Info("Member removed", "reason", why)
+		p.changed(name)
+	}
+}
+
+func (p *Provider) changed(name string) {
+	if p.opts.OnChange != nil {
+		p.opts.OnChange(name)
+	}
+}
+
+func (p *Provider) event(obj runtime.Object, typ, reason, note string) {
+	if p.recorder != nil {
+		p.recorder.Eventf(obj, nil, typ, reason, "Register", "%s", note)
+	}
+}
+
+func equalMember(a, b placement.Member) bool {
+	if a.Name != b.Name || a.Cloud != b.Cloud || a.Region != b.Region || a.StorageClassOverride != b.StorageClassOverride ||
+		len(a.Labels) != len(b.Labels) {
+		return false
+	}
+	for k, v := range a.Labels {
+		if b.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,122 @@
+// Package manager assembles the hub manager: a multicluster-runtime manager on the hub, the member registry
+// (internal/fleet) as its provider, and the MySQLCluster reconciler. cmd/manager parses flags into Options;
+// tests build the very same manager in-process.
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/controllers"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+)
+
+// Options of the hub manager.
+type Options struct {
+	// Namespace is the manager's namespace: member registration Secrets, generated credentials and the leader
+	// election Lease live there, and the manager reads Secrets nowhere else.
+	Namespace string
+
+	LeaderElection   bool
+	LeaderElectionID string
+	LeaseDuration    time.Duration
+	RenewDeadline    time.Duration
+	RetryPeriod      time.Duration
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	// Member clients and registration.
+	Kubeconfig        kubeconfig.Options
+	MemberSyncTimeout time.Duration
+	// MemberTimeout bounds one reconcile's work in one member.
+	MemberTimeout time.Duration
+	// DeletionTimeout bounds how long deletion waits for unreachable members.
+	DeletionTimeout time.Duration
+}
+
+// Scheme holds the built-in kinds and the mysqlfleet API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// New builds the hub manager. Start it with Start(ctx).
+func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
+	if opts.Namespace == "" {
+		return nil, fmt.Errorf("the manager's namespace is required")
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = "mysqlfleet-manager"
+	}
+	scheme := Scheme()
+	r := &controllers.MySQLClusterReconciler{
+		Namespace: opts.Namespace, MemberTimeout: opts.MemberTimeout, DeletionTimeout: opts.DeletionTimeout,
+	}
+	provider := fleet.New(fleet.Options{
+		Namespace:      opts.Namespace,
+		Kubeconfig:     opts.Kubeconfig,
+		Scheme:         scheme,
+		WatchedObjects: controllers.MemberObjects(),
+		SyncTimeout:    opts.MemberSyncTimeout,
+		OnChange:       r.MemberChanged,
+	})
+	mgr, err := mcmanager.New(cfg, provider, crmanager.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.Namespace,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Registrations and credentials: Secrets are read in the manager's namespace only.
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	local := mgr.GetLocalManager()
+	r.Hub = local.GetClient()
+	r.Fleet = provider
+	r.Recorder = local.GetEventRecorder("mysqlfleet")
+	if err := provider.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := local.Add(provider); err != nil {
+		return nil, err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := local.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := local.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,272 @@
+// Package render builds, for one MySQLCluster and one member, every object that member needs, as server-side
+// apply configurations.
+//
+// Everything here is pure: no client, no clock, no randomness, no logging. The same inputs always give
+// DeepEqual outputs, because the controller compares them with what a member runs to skip applies that would
+// change nothing. Passwords come in through Credentials and go only into the credentials Secret.
+package render
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+)
+
+// Values of the app.kubernetes.io/component label.
+const (
+	// ComponentDatabase marks the MySQL objects and Pods.
+	ComponentDatabase = "database"
+	// ComponentBackup marks the backup CronJob, its Pods and the backup volume. Backup Pods must never carry
+	// ComponentDatabase: the Services and the PodDisruptionBudget select on it.
+	ComponentBackup = "backup"
+)
+
+// Built-in storage classes, used when neither the MySQLCluster nor the member names one. They match the defaults
+// of StorageClassByCloud, which the API server fills in; these cover objects that were never defaulted.
+const (
+	DefaultStorageClassAWS   = "gp3"
+	DefaultStorageClassAzure = "managed-csi"
+	DefaultStorageClassGCP   = "pd-ssd"
+)
+
+// MySQLPort is the port mysqld listens on and the Services expose.
+const MySQLPort = 3306
+
+// Credentials are the passwords the controller generated on the hub. They are the same in every member.
+type Credentials struct {
+	// RootPassword is MySQL's root password; always required.
+	RootPassword string
+	// Password is spec.user's password; required when spec.user is set and ignored otherwise.
+	Password string
+}
+
+// Objects is everything one member needs for one MySQLCluster. All returns them in apply order.
+type Objects struct {
+	// Namespace is shared by every MySQLCluster of the same hub namespace, so it carries no cluster labels and
+	// mysqlfleet never deletes it.
+	Namespace           *corev1ac.NamespaceApplyConfiguration
+	Secret              *corev1ac.SecretApplyConfiguration
+	ConfigMap           *corev1ac.ConfigMapApplyConfiguration
+	HeadlessService     *corev1ac.ServiceApplyConfiguration
+	Service             *corev1ac.ServiceApplyConfiguration
+	StatefulSet         *appsv1ac.StatefulSetApplyConfiguration
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
+	// BackupPVC is nil unless backups go to a PVC.
+	BackupPVC *corev1ac.PersistentVolumeClaimApplyConfiguration
+	// BackupCronJob is nil unless spec.backup is set.
+	BackupCronJob *batchv1ac.CronJobApplyConfiguration
+}
+
+// All returns the objects in the order they must be applied, leaving out the nil ones: the Namespace first, the
+// Secret and ConfigMap before the StatefulSet whose Pods mount and read them, the governing headless Service
+// before the StatefulSet, and the backup volume before the CronJob that mounts it.
+func (o *Objects) All() []runtime.ApplyConfiguration {
+	var all []runtime.ApplyConfiguration
+	add := func(ac runtime.ApplyConfiguration, isNil bool) {
+		if !isNil {
+			all = append(all, ac)
+		}
+	}
+	add(o.Namespace, o.Namespace == nil)
+	add(o.Secret, o.Secret == nil)
+	add(o.ConfigMap, o.ConfigMap == nil)
+	add(o.HeadlessService, o.HeadlessService == nil)
+	add(o.Service, o.Service == nil)
+	add(o.StatefulSet, o.StatefulSet == nil)
+	add(o.PodDisruptionBudget, o.PodDisruptionBudget == nil)
+	add(o.BackupPVC, o.BackupPVC == nil)
+	add(o.BackupCronJob, o.BackupCronJob == nil)
+	return all
+}
+
+// ErrInvalid is wrapped by every error Render returns for a MySQLCluster, member or credentials it cannot render;
+// the controller reports these as a condition instead of retrying. Schedule errors are also *ScheduleError.
+var ErrInvalid = errors.New("cannot render")
+
+// Render builds the objects member m needs for c. It fails on input the API server should have refused or the
+// controller should have completed (missing names, UID, passwords, unknown cloud, invalid backup schedule).
+func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*Objects, error) {
+	if err := validate(c, m, creds); err != nil {
+		return nil, err
+	}
+	cnf, err := myCnf(c)
+	if err != nil {
+		return nil, err
+	}
+	o := &Objects{
+		Namespace:           namespace(c, m),
+		Secret:              secret(c, m, creds),
+		ConfigMap:           configMap(c, m, cnf),
+		HeadlessService:     headlessService(c, m),
+		Service:             service(c, m),
+		StatefulSet:         statefulSet(c, m, cnf),
+		PodDisruptionBudget: podDisruptionBudget(c, m),
+	}
+	if c.Spec.Backup != nil {
+		schedule, err := BackupSchedule(c, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		if c.Spec.Backup.Target.PVC != nil {
+			o.BackupPVC = backupPVC(c, m)
+		}
+		o.BackupCronJob = backupCronJob(c, m, schedule)
+	}
+	return o, nil
+}
+
+func validate(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) error {
+	if c == nil {
+		return fmt.Errorf("%w: MySQLCluster is nil", ErrInvalid)
+	}
+	switch {
+	case c.Name == "" || c.Namespace == "":
+		return fmt.Errorf("%w: MySQLCluster needs a name and a namespace", ErrInvalid)
+	case c.UID == "":
+		// The UID label is how teardown tells this object's member objects from a predecessor's.
+		return fmt.Errorf("%w: MySQLCluster %s/%s has no UID: render objects read from the API server", ErrInvalid,
+			c.Namespace, c.Name)
+	case m.Name == "":
+		return fmt.Errorf("%w: member has no name", ErrInvalid)
+	case c.Spec.Image == "" && c.Spec.Version == "":
+		return fmt.Errorf("%w: spec.version or spec.image is required", ErrInvalid)
+	case creds.RootPassword == "":
+		return fmt.Errorf("%w: the root password is empty", ErrInvalid)
+	case c.Spec.User != "" && creds.Password == "":
+		return fmt.Errorf("%w: spec.user %q is set but its password is empty", ErrInvalid, c.Spec.User)
+	case StorageClass(c, m) == "":
+		return fmt.Errorf("%w: member %s has unknown cloud %q and no storage class is set", ErrInvalid, m.Name,
+			m.Cloud)
+	}
+	if b := c.Spec.Backup; b != nil {
+		t := b.Target
+		n := 0
+		for _, set := range []bool{t.PVC != nil, t.S3 != nil, t.GCS != nil, t.AzureBlob != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("%w: backup.target needs exactly one of pvc, s3, gcs or azureBlob", ErrInvalid)
+		}
+		if t.PVC != nil && BackupStorageClass(c, m) == "" {
+			return fmt.Errorf("%w: member %s has unknown cloud %q and no backup storage class is set", ErrInvalid,
+				m.Name, m.Cloud)
+		}
+	}
+	return nil
+}
+
+// Labels are the labels that name the hub object on every object mysqlfleet writes into member (except the
+// shared Namespace). Member events map back to the hub object by them, and teardown finds objects by them.
+func Labels(c *v1alpha1.MySQLCluster, member string) map[string]string {
+	return map[string]string{
+		v1alpha1.ManagedByLabel:        v1alpha1.ManagedByValue,
+		v1alpha1.NameLabel:             v1alpha1.NameValue,
+		v1alpha1.InstanceLabel:         c.Name,
+		v1alpha1.ClusterNameLabel:      c.Name,
+		v1alpha1.ClusterNamespaceLabel: c.Namespace,
+		v1alpha1.ClusterUIDLabel:       string(c.UID),
+		v1alpha1.MemberLabel:           member,
+	}
+}
+
+// Selector is the label selector of the MySQL Pods, and also their whole set of Pod template labels. It leaves
+// out the UID and the member on purpose: a StatefulSet's selector is immutable, and a label that changes when
+// the hub object is recreated would make every apply fail (selector) or roll every Pod (template).
+func Selector(c *v1alpha1.MySQLCluster) map[string]string {
+	return map[string]string{
+		v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue,
+		v1alpha1.NameLabel:      v1alpha1.NameValue,
+		v1alpha1.InstanceLabel:  c.Name,
+		v1alpha1.ComponentLabel: ComponentDatabase,
+	}
+}
+
+// objectLabels are Labels plus the component.
+func objectLabels(c *v1alpha1.MySQLCluster, member, component string) map[string]string {
+	l := Labels(c, member)
+	l[v1alpha1.ComponentLabel] = component
+	return l
+}
+
+// StorageClass is the class of the data volumes in member m, in order of precedence: spec.storage.storageClassName,
+// the member's storage class annotation, spec.storage.storageClassByCloud for the member's cloud, then the built-in
+// default for that cloud. It is empty only for a member of an unknown cloud without any override.
+func StorageClass(c *v1alpha1.MySQLCluster, m placement.Member) string {
+	return storageClass(c.Spec.Storage.StorageClassName, c.Spec.Storage.StorageClassByCloud, m)
+}
+
+// BackupStorageClass is the class of the backup volume in member m, with the same precedence as StorageClass but
+// taken from spec.backup.target.pvc. It is empty when backups do not go to a PVC.
+func BackupStorageClass(c *v1alpha1.MySQLCluster, m placement.Member) string {
+	if c.Spec.Backup == nil || c.Spec.Backup.Target.PVC == nil {
+		return ""
+	}
+	t := c.Spec.Backup.Target.PVC
+	return storageClass(t.StorageClassName, t.StorageClassByCloud, m)
+}
+
+func storageClass(name *string, byCloud v1alpha1.StorageClassByCloud, m placement.Member) string {
+	if name != nil && *name != "" {
+		return *name
+	}
+	if m.StorageClassOverride != "" {
+		return m.StorageClassOverride
+	}
+	switch m.Cloud {
+	case v1alpha1.CloudAWS:
+		return orDefault(byCloud.AWS, DefaultStorageClassAWS)
+	case v1alpha1.CloudAzure:
+		return orDefault(byCloud.Azure, DefaultStorageClassAzure)
+	case v1alpha1.CloudGCP:
+		return orDefault(byCloud.GCP, DefaultStorageClassGCP)
+	}
+	return ""
+}
+
+// Image is the MySQL server image: spec.image, or the official image of spec.version. Another image must work
+// like the official one: docker-entrypoint.sh on PATH, the mysql user as uid 999, /etc/mysql/conf.d included.
+func Image(c *v1alpha1.MySQLCluster) string {
+	if c.Spec.Image != "" {
+		return c.Spec.Image
+	}
+	return "mysql:" + c.Spec.Version
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func namespace(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.NamespaceApplyConfiguration {
+	return corev1ac.Namespace(c.Namespace).WithLabels(map[string]string{
+		v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue,
+		v1alpha1.MemberLabel:    m.Name,
+	})
+}
+
+// secret holds the passwords in data rather than stringData: stringData is write-only, so a live Secret would never
+// look like the desired one and every pass would re-apply it.
+func secret(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) *corev1ac.SecretApplyConfiguration {
+	data := map[string][]byte{v1alpha1.RootPasswordKey: []byte(creds.RootPassword)}
+	if c.Spec.User != "" {
+		data[v1alpha1.PasswordKey] = []byte(creds.Password)
+	}
+	return corev1ac.Secret(c.CredentialsSecretName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}

@@ -1,0 +1,514 @@
+package render
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+)
+
+func mustRender(t *testing.T, c *v1alpha1.MySQLCluster, m placement.Member) *Objects {
+	t.Helper()
+	o, err := Render(c, m, creds)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return o
+}
+
+// toUnstructured turns an apply configuration into what the API server would receive.
+func toUnstructured(t *testing.T, ac runtime.ApplyConfiguration) *unstructured.Unstructured {
+	t.Helper()
+	b, err := json.Marshal(ac)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{}
+	NewWithT(t).Expect(u.UnmarshalJSON(b)).To(Succeed())
+	return u
+}
+
+// fullCluster has every optional object: a user, spec.config and backups to a PVC.
+func fullCluster(opts ...option) *v1alpha1.MySQLCluster {
+	return cluster(append([]option{withUser("shop", "app"), withBackup("H 2 * * *", pvcTarget()),
+		withConfig(map[string]string{"max_connections": "500"})}, opts...)...)
+}
+
+func TestStorageClass(t *testing.T) {
+	withOverride := func(m placement.Member, class string) placement.Member {
+		m.StorageClassOverride = class
+		return m
+	}
+	tests := []struct {
+		name    string
+		cluster *v1alpha1.MySQLCluster
+		member  placement.Member
+		want    string
+	}{
+		{"aws built-in default", cluster(withByCloud("", "", "")), awsMember, "gp3"},
+		{"azure built-in default", cluster(withByCloud("", "", "")), azureMember, "managed-csi"},
+		{"gcp built-in default", cluster(withByCloud("", "", "")), gcpMember, "pd-ssd"},
+		{"aws by cloud", cluster(withByCloud("io2", "premium", "hyperdisk")), awsMember, "io2"},
+		{"azure by cloud", cluster(withByCloud("io2", "premium", "hyperdisk")), azureMember, "premium"},
+		{"gcp by cloud", cluster(withByCloud("io2", "premium", "hyperdisk")), gcpMember, "hyperdisk"},
+		{"member override beats by cloud", cluster(withByCloud("io2", "", "")), withOverride(awsMember, "local-nvme"), "local-nvme"},
+		{"member override beats built-in default", cluster(withByCloud("", "", "")), withOverride(gcpMember, "standard"), "standard"},
+		{"spec storageClassName beats member override", cluster(withStorageClassName("fast")), withOverride(azureMember, "local-nvme"), "fast"},
+		{"spec storageClassName beats by cloud", cluster(withStorageClassName("fast"), withByCloud("io2", "", "")), awsMember, "fast"},
+		{"empty spec storageClassName is ignored", cluster(withStorageClassName("")), awsMember, "gp3"},
+		{"unknown cloud without override", cluster(), placement.Member{Name: "x", Cloud: "oracle"}, ""},
+		{"unknown cloud with override", cluster(), placement.Member{Name: "x", Cloud: "oracle", StorageClassOverride: "oci-bv"}, "oci-bv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(StorageClass(tt.cluster, tt.member)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestRenderedDataVolumeClassPerCloud(t *testing.T) {
+	tests := []struct {
+		member placement.Member
+		want   string
+	}{
+		{awsMember, "gp3"},
+		{azureMember, "managed-csi"},
+		{gcpMember, "pd-ssd"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.member.Cloud), func(t *testing.T) {
+			g := NewWithT(t)
+			sts := mustRender(t, cluster(), tt.member).StatefulSet
+			g.Expect(sts.Spec.VolumeClaimTemplates).To(HaveLen(1))
+			vct := sts.Spec.VolumeClaimTemplates[0]
+			g.Expect(*vct.Name).To(Equal(v1alpha1.DataVolumeName))
+			g.Expect(vct.Namespace).To(BeNil(), "the server drops an empty namespace; sending one breaks the no-op check")
+			g.Expect(*vct.Spec.StorageClassName).To(Equal(tt.want))
+			g.Expect(vct.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
+			g.Expect((*vct.Spec.Resources.Requests)[corev1.ResourceStorage]).To(Equal(resource.MustParse("20Gi")))
+		})
+	}
+}
+
+func TestBackupStorageClass(t *testing.T) {
+	g := NewWithT(t)
+	override := awsMember
+	override.StorageClassOverride = "local-nvme"
+	c := cluster(withBackup("@daily", pvcTarget()))
+
+	g.Expect(BackupStorageClass(c, awsMember)).To(Equal("st1"), "the target's storageClassByCloud, not the data volume's")
+	g.Expect(BackupStorageClass(c, gcpMember)).To(Equal("pd-ssd"))
+	g.Expect(BackupStorageClass(c, override)).To(Equal("local-nvme"))
+	c.Spec.Backup.Target.PVC.StorageClassName = ptrTo("backup-hdd")
+	g.Expect(BackupStorageClass(c, override)).To(Equal("backup-hdd"))
+	g.Expect(*mustRender(t, c, override).BackupPVC.Spec.StorageClassName).To(Equal("backup-hdd"))
+
+	g.Expect(BackupStorageClass(cluster(), awsMember)).To(BeEmpty(), "no backup")
+	g.Expect(BackupStorageClass(cluster(withBackup("@daily", s3Target(""))), awsMember)).To(BeEmpty(), "no volume")
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestNames(t *testing.T) {
+	g := NewWithT(t)
+	o := mustRender(t, fullCluster(), awsMember)
+	names := map[string]string{}
+	for _, ac := range o.All() {
+		u := toUnstructured(t, ac)
+		names[u.GetKind()+"/"+u.GetName()] = u.GetNamespace()
+	}
+	g.Expect(names).To(Equal(map[string]string{
+		"Namespace/demo":                      "",
+		"Secret/orders-credentials":           "demo",
+		"ConfigMap/orders-config":             "demo",
+		"Service/orders-headless":             "demo",
+		"Service/orders":                      "demo",
+		"StatefulSet/orders":                  "demo",
+		"PodDisruptionBudget/orders":          "demo",
+		"PersistentVolumeClaim/orders-backup": "demo",
+		"CronJob/orders-backup":               "demo",
+	}))
+}
+
+func TestAllInApplyOrder(t *testing.T) {
+	g := NewWithT(t)
+	kinds := func(o *Objects) []string {
+		var k []string
+		for _, ac := range o.All() {
+			k = append(k, toUnstructured(t, ac).GetKind())
+		}
+		return k
+	}
+	g.Expect(kinds(mustRender(t, fullCluster(), awsMember))).To(Equal([]string{
+		"Namespace", "Secret", "ConfigMap", "Service", "Service", "StatefulSet", "PodDisruptionBudget",
+		"PersistentVolumeClaim", "CronJob",
+	}))
+	o := mustRender(t, cluster(), awsMember)
+	g.Expect(o.BackupPVC).To(BeNil())
+	g.Expect(o.BackupCronJob).To(BeNil())
+	g.Expect(kinds(o)).To(HaveLen(7))
+	o = mustRender(t, cluster(withBackup("@daily", s3Target(""))), awsMember)
+	g.Expect(o.BackupPVC).To(BeNil(), "an object store needs no volume")
+	g.Expect(o.BackupCronJob).NotTo(BeNil())
+}
+
+func TestLabelsOnEveryObjectAndNoOwnerReferences(t *testing.T) {
+	identifying := map[string]string{
+		v1alpha1.ManagedByLabel:        "mysqlfleet",
+		v1alpha1.NameLabel:             "mysql",
+		v1alpha1.InstanceLabel:         "orders",
+		v1alpha1.ClusterNameLabel:      "orders",
+		v1alpha1.ClusterNamespaceLabel: "demo",
+		v1alpha1.ClusterUIDLabel:       "8d3c1a52-0b7e-4e0f-9f59-2f3c1c6f0a11",
+		v1alpha1.MemberLabel:           "gcp-us-central1",
+	}
+	for _, target := range map[string]v1alpha1.BackupTarget{"pvc": pvcTarget(), "s3": s3Target("")} {
+		for _, ac := range mustRender(t, fullCluster(withBackup("H 2 * * *", target)), gcpMember).All() {
+			u := toUnstructured(t, ac)
+			t.Run(u.GetKind()+"/"+u.GetName(), func(t *testing.T) {
+				g := NewWithT(t)
+				g.Expect(u.GetOwnerReferences()).To(BeEmpty(), "a member's garbage collector would delete it")
+				if u.GetKind() == "Namespace" {
+					g.Expect(u.GetLabels()).To(Equal(map[string]string{
+						v1alpha1.ManagedByLabel: "mysqlfleet", v1alpha1.MemberLabel: "gcp-us-central1",
+					}), "the namespace is shared: no cluster labels")
+					return
+				}
+				for k, v := range identifying {
+					g.Expect(u.GetLabels()).To(HaveKeyWithValue(k, v))
+				}
+				g.Expect(u.GetLabels()).To(HaveKey(v1alpha1.ComponentLabel))
+			})
+		}
+	}
+}
+
+func TestComponentsAndSelectors(t *testing.T) {
+	g := NewWithT(t)
+	o := mustRender(t, fullCluster(), awsMember)
+	sel := map[string]string{
+		v1alpha1.ManagedByLabel: "mysqlfleet", v1alpha1.NameLabel: "mysql", v1alpha1.InstanceLabel: "orders",
+		v1alpha1.ComponentLabel: ComponentDatabase,
+	}
+	g.Expect(Selector(cluster())).To(Equal(sel))
+	g.Expect(o.StatefulSet.Spec.Selector.MatchLabels).To(Equal(sel))
+	g.Expect(o.StatefulSet.Spec.Template.Labels).To(Equal(sel), "pod labels stay stable: no uid, no member")
+	g.Expect(o.PodDisruptionBudget.Spec.Selector.MatchLabels).To(Equal(sel))
+	g.Expect(o.HeadlessService.Spec.Selector).To(Equal(sel))
+
+	g.Expect(o.StatefulSet.Labels).To(HaveKeyWithValue(v1alpha1.ComponentLabel, ComponentDatabase))
+	g.Expect(o.BackupCronJob.Labels).To(HaveKeyWithValue(v1alpha1.ComponentLabel, ComponentBackup))
+	g.Expect(o.BackupPVC.Labels).To(HaveKeyWithValue(v1alpha1.ComponentLabel, ComponentBackup))
+	podLabels := o.BackupCronJob.Spec.JobTemplate.Spec.Template.Labels
+	g.Expect(podLabels).To(HaveKeyWithValue(v1alpha1.ComponentLabel, ComponentBackup),
+		"backup Pods must not match the database selector of the Services and the PodDisruptionBudget")
+
+	// The immutable volumeClaimTemplate has no UID, so that a recreated hub object can still apply.
+	vct := o.StatefulSet.Spec.VolumeClaimTemplates[0]
+	g.Expect(vct.Labels).NotTo(HaveKey(v1alpha1.ClusterUIDLabel))
+	g.Expect(vct.Labels).To(HaveKeyWithValue(v1alpha1.ClusterNameLabel, "orders"))
+	g.Expect(vct.Labels).To(HaveKeyWithValue(v1alpha1.MemberLabel, "aws-eu-west-1"))
+}
+
+func TestRecreatedHubObjectKeepsPodTemplateAndSelector(t *testing.T) {
+	g := NewWithT(t)
+	before := mustRender(t, fullCluster(), awsMember).StatefulSet
+	recreated := fullCluster()
+	recreated.UID = "0f2b5e8e-1111-2222-3333-444455556666"
+	after := mustRender(t, recreated, awsMember).StatefulSet
+	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template))
+	g.Expect(after.Spec.Selector).To(Equal(before.Spec.Selector))
+	g.Expect(after.Spec.VolumeClaimTemplates).To(Equal(before.Spec.VolumeClaimTemplates))
+	g.Expect(after.Labels).NotTo(Equal(before.Labels), "object labels do carry the new UID")
+}
+
+func TestRetentionPolicy(t *testing.T) {
+	tests := []struct {
+		policy      v1alpha1.DeletionPolicy
+		whenDeleted appsv1.PersistentVolumeClaimRetentionPolicyType
+	}{
+		{v1alpha1.DeletionPolicyRetain, appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+		{v1alpha1.DeletionPolicyDelete, appsv1.DeletePersistentVolumeClaimRetentionPolicyType},
+		{"", appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			g := NewWithT(t)
+			p := mustRender(t, cluster(withDeletionPolicy(tt.policy)), awsMember).
+				StatefulSet.Spec.PersistentVolumeClaimRetentionPolicy
+			g.Expect(*p.WhenDeleted).To(Equal(tt.whenDeleted))
+			g.Expect(*p.WhenScaled).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType),
+				"scaling down never deletes data")
+		})
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	many := map[string]string{}
+	for _, k := range []string{"max_connections", "innodb_buffer_pool_size", "sql_mode", "wait_timeout",
+		"long_query_time", "slow_query_log", "tmp_table_size", "max_heap_table_size", "table_open_cache"} {
+		many[k] = "1"
+	}
+	for name, target := range map[string]v1alpha1.BackupTarget{
+		"pvc": pvcTarget(), "s3": s3Target("https://minio.example.com"), "gcs": gcsTarget(""),
+		"azure": azureTarget("https://acct.blob.core.windows.net"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			first := mustRender(t, fullCluster(withConfig(many), withBackup("H H(1-5) * * *", target)), azureMember)
+			for range 20 {
+				again := mustRender(t, fullCluster(withConfig(many), withBackup("H H(1-5) * * *", target)), azureMember)
+				g.Expect(again).To(Equal(first))
+			}
+		})
+	}
+}
+
+func TestSecret(t *testing.T) {
+	g := NewWithT(t)
+	s := mustRender(t, cluster(withUser("shop", "app")), awsMember).Secret
+	g.Expect(*s.Type).To(Equal(corev1.SecretTypeOpaque))
+	g.Expect(s.StringData).To(BeEmpty(), "stringData is write-only and would never compare equal")
+	g.Expect(s.Data).To(Equal(map[string][]byte{
+		v1alpha1.RootPasswordKey: []byte(rootPassword),
+		v1alpha1.PasswordKey:     []byte(userPassword),
+	}))
+
+	s = mustRender(t, cluster(), awsMember).Secret
+	g.Expect(s.Data).To(Equal(map[string][]byte{v1alpha1.RootPasswordKey: []byte(rootPassword)}),
+		"no user, no user password")
+}
+
+func TestPasswordsOnlyInSecret(t *testing.T) {
+	for name, target := range map[string]v1alpha1.BackupTarget{
+		"pvc": pvcTarget(), "s3": s3Target(""), "gcs": gcsTarget(""), "azure": azureTarget(""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := mustRender(t, fullCluster(withBackup("H 2 * * *", target)), awsMember)
+			for _, ac := range o.All() {
+				b, err := json.Marshal(ac)
+				g.Expect(err).NotTo(HaveOccurred())
+				text := string(b)
+				kind := toUnstructured(t, ac).GetKind()
+				for _, pw := range []string{rootPassword, userPassword} {
+					encoded := base64.StdEncoding.EncodeToString([]byte(pw))
+					g.Expect(text).NotTo(ContainSubstring(pw), "%s holds a password in plain text", kind)
+					if kind == "Secret" {
+						g.Expect(text).To(ContainSubstring(encoded))
+					} else {
+						g.Expect(text).NotTo(ContainSubstring(encoded), "%s holds a password", kind)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster(withConfig(map[string]string{
+		"wait_timeout": "600", "innodb_buffer_pool_size": "1G", "sql_mode": `"STRICT_TRANS_TABLES,NO_ZERO_DATE"`,
+		"character-set-server": "latin1",
+	}))
+	cm := mustRender(t, c, awsMember).ConfigMap
+	g.Expect(cm.Data).To(HaveLen(1))
+	cnf := cm.Data[MyCnfKey]
+	g.Expect(strings.SplitN(cnf, "[mysqld]\n", 2)).To(HaveLen(2), "one [mysqld] section")
+	for _, line := range []string{
+		"datadir = /var/lib/mysql/data", "skip-name-resolve", "character-set-server = utf8mb4", "gtid_mode = ON",
+		"enforce_gtid_consistency = ON", "log_bin = binlog", "binlog_format = ROW",
+	} {
+		g.Expect(cnf).To(ContainSubstring("\n" + line + "\n"))
+	}
+	g.Expect(cnf).NotTo(MatchRegexp(`(?m)^server[-_]id`), "server-id differs per Pod: it is on the command line")
+	// spec.config follows the defaults (later lines win) and is sorted by key.
+	g.Expect(cnf).To(HaveSuffix("# spec.config\n" +
+		"character-set-server = latin1\n" +
+		"innodb_buffer_pool_size = 1G\n" +
+		`sql_mode = "STRICT_TRANS_TABLES,NO_ZERO_DATE"` + "\n" +
+		"wait_timeout = 600\n"))
+
+	// A config change changes the Pod template, which rolls the Pods; mysqld reads my.cnf only at start.
+	before := mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template.Annotations[ConfigHashAnnotation]
+	after := mustRender(t, c, awsMember).StatefulSet.Spec.Template.Annotations[ConfigHashAnnotation]
+	g.Expect(before).NotTo(BeEmpty())
+	g.Expect(after).NotTo(Equal(before))
+}
+
+func TestStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	c := fullCluster()
+	c.Spec.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	sts := mustRender(t, c, awsMember).StatefulSet
+	spec := sts.Spec
+	g.Expect(*spec.Replicas).To(BeEquivalentTo(3))
+	g.Expect(*spec.ServiceName).To(Equal("orders-headless"))
+	g.Expect(*spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
+
+	pod := spec.Template.Spec
+	g.Expect(*pod.EnableServiceLinks).To(BeFalse())
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(*pod.SecurityContext.RunAsUser).To(BeEquivalentTo(999))
+	g.Expect(*pod.SecurityContext.FSGroup).To(BeEquivalentTo(999))
+	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(pod.Volumes).To(HaveLen(1))
+	g.Expect(*pod.Volumes[0].ConfigMap.Name).To(Equal("orders-config"))
+
+	g.Expect(pod.Containers).To(HaveLen(1))
+	ctr := pod.Containers[0]
+	g.Expect(*ctr.Image).To(Equal("mysql:8.4"))
+	g.Expect(*ctr.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
+	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(*ctr.Resources.Requests).To(Equal(c.Spec.Resources.Requests))
+	g.Expect(*ctr.Resources.Limits).To(Equal(c.Spec.Resources.Limits))
+	g.Expect(*ctr.Ports[0].ContainerPort).To(BeEquivalentTo(3306))
+	g.Expect(*ctr.StartupProbe.TCPSocket.Port).To(Equal(intstr.FromString("mysql")))
+	g.Expect(*ctr.LivenessProbe.TCPSocket.Port).To(Equal(intstr.FromString("mysql")))
+	g.Expect(ctr.ReadinessProbe.Exec.Command).To(ContainElement(ContainSubstring("mysqladmin")))
+
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		mounts[*m.Name] = *m.MountPath
+	}
+	g.Expect(mounts).To(Equal(map[string]string{"data": "/var/lib/mysql", "config": "/etc/mysql/conf.d"}))
+
+	env := map[string]*corev1ac.EnvVarApplyConfiguration{}
+	for _, e := range ctr.Env {
+		env[*e.Name] = &e
+	}
+	g.Expect(env).To(HaveKey("POD_NAME"))
+	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Name).To(Equal("orders-credentials"))
+	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(v1alpha1.RootPasswordKey))
+	g.Expect(*env["MYSQL_DATABASE"].Value).To(Equal("shop"))
+	g.Expect(*env["MYSQL_USER"].Value).To(Equal("app"))
+	g.Expect(*env["MYSQL_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(v1alpha1.PasswordKey))
+
+	// Without database and user, the image's optional variables are left out.
+	ctr = mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template.Spec.Containers[0]
+	names := []string{}
+	for _, e := range ctr.Env {
+		names = append(names, *e.Name)
+	}
+	g.Expect(names).To(ConsistOf("POD_NAME", "MYSQL_ROOT_PASSWORD"))
+	g.Expect(ctr.Resources).To(BeNil())
+}
+
+func TestStatefulSetDefaultsAndImage(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster()
+	c.Spec.Replicas = 0
+	c.Spec.Image = "registry.example.com/mysql:8.4.3"
+	sts := mustRender(t, c, awsMember).StatefulSet
+	g.Expect(*sts.Spec.Replicas).To(BeEquivalentTo(1))
+	g.Expect(*sts.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/mysql:8.4.3"))
+}
+
+func TestServices(t *testing.T) {
+	g := NewWithT(t)
+	o := mustRender(t, cluster(), awsMember)
+	h := o.HeadlessService.Spec
+	g.Expect(*h.ClusterIP).To(Equal(corev1.ClusterIPNone))
+	g.Expect(*h.PublishNotReadyAddresses).To(BeTrue())
+	g.Expect(h.Ports).To(HaveLen(1))
+	g.Expect(*h.Ports[0].Name).To(Equal("mysql"))
+	g.Expect(*h.Ports[0].Port).To(BeEquivalentTo(3306))
+
+	s := o.Service.Spec
+	g.Expect(*s.Type).To(Equal(corev1.ServiceTypeClusterIP))
+	g.Expect(*s.Ports[0].Port).To(BeEquivalentTo(3306))
+	g.Expect(s.Selector).To(HaveKeyWithValue(appsv1.StatefulSetPodNameLabel, "orders-0"),
+		"without replication, clients must all reach the same server")
+
+	c := cluster()
+	c.Spec.ServiceType = corev1.ServiceTypeLoadBalancer
+	g.Expect(*mustRender(t, c, awsMember).Service.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	c.Spec.ServiceType = ""
+	g.Expect(*mustRender(t, c, awsMember).Service.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	g := NewWithT(t)
+	pdb := mustRender(t, cluster(), awsMember).PodDisruptionBudget
+	g.Expect(*pdb.Spec.MaxUnavailable).To(Equal(intstr.FromInt32(1)))
+	g.Expect(pdb.Spec.MinAvailable).To(BeNil())
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		cluster *v1alpha1.MySQLCluster
+		member  placement.Member
+		creds   Credentials
+		wantErr string
+	}{
+		{"nil cluster", nil, awsMember, creds, "nil"},
+		{"no uid", func() *v1alpha1.MySQLCluster { c := cluster(); c.UID = ""; return c }(), awsMember, creds, "no UID"},
+		{"no namespace", func() *v1alpha1.MySQLCluster { c := cluster(); c.Namespace = ""; return c }(), awsMember, creds, "namespace"},
+		{"no member name", cluster(), placement.Member{Cloud: v1alpha1.CloudAWS}, creds, "member has no name"},
+		{"no version or image", func() *v1alpha1.MySQLCluster { c := cluster(); c.Spec.Version = ""; return c }(), awsMember, creds, "spec.version"},
+		{"no root password", cluster(), awsMember, Credentials{}, "root password"},
+		{"user without password", cluster(withUser("shop", "app")), awsMember, Credentials{RootPassword: "x"}, `spec.user "app"`},
+		{"unknown cloud", cluster(), placement.Member{Name: "x", Cloud: "oracle"}, creds, `unknown cloud "oracle"`},
+		{"unknown cloud for the backup volume", cluster(withStorageClassName("fast"), withBackup("@daily", pvcTarget())), placement.Member{Name: "x", Cloud: "oracle"}, creds, "no backup storage class"},
+		{"managed option", cluster(withConfig(map[string]string{"gtid-mode": "OFF"})), awsMember, creds, "mysqlfleet manages gtid_mode"},
+		{"managed option with prefix", cluster(withConfig(map[string]string{"skip-log-bin": ""})), awsMember, creds, "mysqlfleet manages log_bin"},
+		{"loose managed option", cluster(withConfig(map[string]string{"loose_server_id": "7"})), awsMember, creds, "mysqlfleet manages server_id"},
+		{"option key injection", cluster(withConfig(map[string]string{"a\n[client]": "x"})), awsMember, creds, "not a mysqld option name"},
+		{"option value injection", cluster(withConfig(map[string]string{"sql_mode": "x\n[client]"})), awsMember, creds, "line breaks"},
+		{"invalid schedule", cluster(withBackup("H * H * *", pvcTarget())), awsMember, creds, `backup.schedule "H * H * *"`},
+		{"two backup targets", cluster(withBackup("@daily", v1alpha1.BackupTarget{PVC: pvcTarget().PVC, S3: s3Target("").S3})), awsMember, creds, "exactly one"},
+		{"no backup target", cluster(withBackup("@daily", v1alpha1.BackupTarget{})), awsMember, creds, "exactly one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o, err := Render(tt.cluster, tt.member, tt.creds)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
+			g.Expect(o).To(BeNil())
+		})
+	}
+}
+
+func TestRenderKeepsNonManagedOptionsWithPrefixes(t *testing.T) {
+	g := NewWithT(t)
+	cm := mustRender(t, cluster(withConfig(map[string]string{"skip-name-resolve": "", "loose-innodb-foo": "1"})), awsMember).ConfigMap
+	g.Expect(cm.Data[MyCnfKey]).To(ContainSubstring("loose-innodb-foo = 1\n"))
+}
+
+// Kubernetes replaces $(NAME) in command and args when NAME is one of the container's variables. The scripts must
+// not contain such a reference, or the shell would receive something else than what was written.
+func TestScriptsHaveNoKubernetesVariableReferences(t *testing.T) {
+	ref := regexp.MustCompile(`\$\([A-Za-z_][A-Za-z0-9_.-]*\)`)
+	for name, target := range map[string]v1alpha1.BackupTarget{
+		"pvc": pvcTarget(), "s3": s3Target("https://minio"), "gcs": gcsTarget("https://gcs"), "azure": azureTarget("https://az"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := mustRender(t, fullCluster(withBackup("@daily", target)), awsMember)
+			containers := slices.Concat(o.StatefulSet.Spec.Template.Spec.Containers,
+				o.BackupCronJob.Spec.JobTemplate.Spec.Template.Spec.Containers)
+			for _, ctr := range containers {
+				for _, arg := range append(ctr.Command, ctr.Args...) {
+					g.Expect(ref.FindAllString(arg, -1)).To(BeEmpty(), "container %s", *ctr.Name)
+				}
+			}
+		})
+	}
+}

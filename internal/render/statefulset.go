@@ -1,0 +1,261 @@
+package render
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+)
+
+const (
+	// MySQLContainerName is the mysqld container of the StatefulSet's Pods.
+	MySQLContainerName = "mysql"
+	// PortName names the MySQL port on the container and the Services.
+	PortName = "mysql"
+
+	// mysqlUID is the mysql user and group of the official images (Oracle Linux and Debian based alike). Running
+	// as it from the start, instead of letting the entrypoint drop from root, is what lets the Pods pass the
+	// restricted Pod Security Standard.
+	mysqlUID         int64 = 999
+	configVolumeName       = "config"
+)
+
+// mysqldScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the ordinal
+// at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do). The entrypoint then initialises the data directory on first start (root
+// password, database, user) and execs mysqld, which replaces the shell so that it receives SIGTERM.
+//
+// Kubernetes expands $(NAME) in command and args when NAME is a variable of the container; the $(( )) here names
+// none, so it reaches the shell unchanged.
+const mysqldScript = `set -eu
+ordinal="${POD_NAME##*-}"
+case "$ordinal" in
+''|*[!0-9]*) echo "cannot read the StatefulSet ordinal from Pod name $POD_NAME" >&2; exit 1 ;;
+esac
+exec docker-entrypoint.sh mysqld --server-id="$((1000 + ordinal))"
+`
+
+// readinessScript asks mysqld itself, over TCP: during first start the entrypoint runs a temporary server without
+// networking, and a socket ping would report that server ready. It logs in as root (the password comes from the
+// container's environment, never from the Pod spec) so that probes do not fill the error log with denied logins.
+const readinessScript = `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysqladmin --user=root --host=127.0.0.1 --connect-timeout=3 ping`
+
+func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *appsv1ac.StatefulSetApplyConfiguration {
+	sel := Selector(c)
+	container := corev1ac.Container().
+		WithName(MySQLContainerName).
+		WithImage(Image(c)).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("sh", "-c", mysqldScript).
+		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(MySQLPort).WithProtocol(corev1.ProtocolTCP)).
+		WithEnv(mysqlEnv(c)...).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(v1alpha1.DataVolumeName).WithMountPath(DataMountPath),
+			corev1ac.VolumeMount().WithName(configVolumeName).WithMountPath(ConfigMountPath).WithReadOnly(true),
+		).
+		// The startup probe covers first initialisation and InnoDB crash recovery (up to 10 minutes), during
+		// which mysqld does not listen; only then do liveness and readiness start.
+		WithStartupProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
+			WithPeriodSeconds(10).WithTimeoutSeconds(5).WithFailureThreshold(60)).
+		// Liveness only checks that mysqld accepts connections: restarting a database is drastic, and a busy
+		// server that is slow to answer queries must not be killed for it.
+		WithLivenessProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
+			WithPeriodSeconds(10).WithTimeoutSeconds(5).WithFailureThreshold(6)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", readinessScript)).
+			WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(3)).
+		WithSecurityContext(containerSecurityContext())
+	if r := resources(c.Spec.Resources); r != nil {
+		container.WithResources(r)
+	}
+
+	// The Pod template carries the selector labels only, no UID and no hub annotations: a hub object recreated
+	// with the same name must find the same Pods running, not roll them.
+	template := corev1ac.PodTemplateSpec().
+		WithLabels(sel).
+		WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(cnf)}).
+		WithSpec(corev1ac.PodSpec().
+			WithContainers(container).
+			WithVolumes(corev1ac.Volume().WithName(configVolumeName).
+				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(c.ConfigMapName()))).
+			WithSecurityContext(podSecurityContext()).
+			// Service links would add variables for every Service in a namespace that other MySQLClusters
+			// share; one named "mysql" would even set MYSQL_PORT to a URL.
+			WithEnableServiceLinks(false).
+			// Time for mysqld to flush dirty pages on shutdown, so that the next start needs no crash recovery.
+			WithTerminationGracePeriodSeconds(60))
+
+	return appsv1ac.StatefulSet(c.StatefulSetName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas(c)).
+			WithServiceName(c.HeadlessServiceName()).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel)).
+			// Parallel: each Pod initialises its own data directory and depends on no other Pod, so one slow or
+			// stuck Pod must not hold the others back. The field is immutable; ordering that replication may
+			// need later belongs to the controller, not to the StatefulSet.
+			WithPodManagementPolicy(appsv1.ParallelPodManagement).
+			WithTemplate(template).
+			WithVolumeClaimTemplates(dataVolumeClaimTemplate(c, m)).
+			WithPersistentVolumeClaimRetentionPolicy(retentionPolicy(c.Spec.DeletionPolicy)))
+}
+
+// dataVolumeClaimTemplate is immutable once the StatefulSet exists, so its labels leave out the UID. They still
+// name the cluster and the member, so that teardown with deletionPolicy Delete can find the claims by label.
+func dataVolumeClaimTemplate(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	lbls := Selector(c)
+	lbls[v1alpha1.ClusterNameLabel] = c.Name
+	lbls[v1alpha1.ClusterNamespaceLabel] = c.Namespace
+	lbls[v1alpha1.MemberLabel] = m.Name
+	// volumeClaimTemplates is an atomic list: what the API server defaults in it (volumeMode, status.phase) is
+	// owned by the applier and shows up when the live StatefulSet is extracted. The template states those
+	// defaults so that an unchanged StatefulSet compares equal. It is built without the constructor, which would
+	// set an empty namespace that the server drops.
+	return (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+		WithName(v1alpha1.DataVolumeName).
+		WithLabels(lbls).
+		WithSpec(corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteOnce).
+			WithStorageClassName(StorageClass(c, m)).
+			WithVolumeMode(corev1.PersistentVolumeFilesystem).
+			WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.Storage.Size.DeepCopy()}))).
+		WithStatus(corev1ac.PersistentVolumeClaimStatus().WithPhase(corev1.ClaimPending))
+}
+
+// retentionPolicy maps the deletion policy onto the StatefulSet's claims. Scaling down never deletes data under
+// either policy: a replica scaled back up finds its volume, and a mistaken scale-down loses nothing.
+func retentionPolicy(p v1alpha1.DeletionPolicy) *appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration {
+	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if p == v1alpha1.DeletionPolicyDelete {
+		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+		WithWhenDeleted(whenDeleted).
+		WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+}
+
+func replicas(c *v1alpha1.MySQLCluster) int32 {
+	if c.Spec.Replicas < 1 {
+		return 1 // the API server defaults replicas to 1; this covers an object that was never defaulted
+	}
+	return c.Spec.Replicas
+}
+
+// mysqlEnv feeds the official image's entrypoint. Passwords are references to the credentials Secret, so that
+// they never appear in the StatefulSet.
+func mysqlEnv(c *v1alpha1.MySQLCluster) []*corev1ac.EnvVarApplyConfiguration {
+	env := []*corev1ac.EnvVarApplyConfiguration{
+		// apiVersion is the server's default, stated because a fieldRef is atomic (see dataVolumeClaimTemplate).
+		corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.name"))),
+		secretEnv("MYSQL_ROOT_PASSWORD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
+	}
+	if c.Spec.Database != "" {
+		env = append(env, corev1ac.EnvVar().WithName("MYSQL_DATABASE").WithValue(c.Spec.Database))
+	}
+	if c.Spec.User != "" {
+		env = append(env,
+			corev1ac.EnvVar().WithName("MYSQL_USER").WithValue(c.Spec.User),
+			secretEnv("MYSQL_PASSWORD", c.CredentialsSecretName(), v1alpha1.PasswordKey))
+	}
+	return env
+}
+
+func secretEnv(name, secret, key string) *corev1ac.EnvVarApplyConfiguration {
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(secret).WithKey(key)))
+}
+
+func resources(r corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	if len(r.Limits) == 0 && len(r.Requests) == 0 && len(r.Claims) == 0 {
+		return nil
+	}
+	ac := corev1ac.ResourceRequirements()
+	if len(r.Limits) > 0 {
+		ac.WithLimits(r.Limits.DeepCopy())
+	}
+	if len(r.Requests) > 0 {
+		ac.WithRequests(r.Requests.DeepCopy())
+	}
+	for _, claim := range r.Claims {
+		rc := corev1ac.ResourceClaim().WithName(claim.Name)
+		if claim.Request != "" {
+			rc.WithRequest(claim.Request)
+		}
+		ac.WithClaims(rc)
+	}
+	return ac
+}
+
+// podSecurityContext runs as the image's mysql user and group; fsGroup makes the volumes writable by it.
+func podSecurityContext() *corev1ac.PodSecurityContextApplyConfiguration {
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(mysqlUID).
+		WithRunAsGroup(mysqlUID).
+		WithFSGroup(mysqlUID).
+		// Only walk a volume to change ownership when its root does not match already: data volumes are large.
+		WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// containerSecurityContext is what the restricted Pod Security Standard asks of a container. The mysqld container
+// keeps a writable root filesystem: mysqld and the entrypoint write to the image's /var/run/mysqld,
+// /var/lib/mysql-files and /tmp. The backup container adds readOnlyRootFilesystem.
+func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// headlessService governs the StatefulSet and gives each Pod a DNS name (<name>-<ordinal>.<name>-headless). It
+// publishes Pods that are not ready, so that peers and the backup Job can reach a Pod by name while it starts.
+func headlessService(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(c.HeadlessServiceName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithPublishNotReadyAddresses(true).
+			WithSelector(Selector(c)).
+			WithPorts(servicePort()))
+}
+
+// service is what applications connect to. It selects the Pod with ordinal 0 only: mysqlfleet does not set up
+// replication between a member's Pods, so every Pod is an independent server, and spreading connections over
+// them would split the data. Widen the selector to Selector(c) once replicas replicate from ordinal 0.
+func service(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.ServiceApplyConfiguration {
+	sel := Selector(c)
+	sel[appsv1.StatefulSetPodNameLabel] = c.StatefulSetName() + "-0"
+	return corev1ac.Service(c.ServiceName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(orDefault(c.Spec.ServiceType, corev1.ServiceTypeClusterIP)).
+			WithSelector(sel).
+			WithPorts(servicePort()))
+}
+
+func servicePort() *corev1ac.ServicePortApplyConfiguration {
+	return corev1ac.ServicePort().
+		WithName(PortName).
+		WithProtocol(corev1.ProtocolTCP).
+		WithPort(MySQLPort).
+		WithTargetPort(intstr.FromString(PortName))
+}
+
+// podDisruptionBudget lets drains evict one MySQL Pod at a time. maxUnavailable rather than minAvailable: with one
+// replica, minAvailable 1 would block every node drain for good.
+func podDisruptionBudget(c *v1alpha1.MySQLCluster, m placement.Member) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(c.PodDisruptionBudgetName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(Selector(c))))
+}
