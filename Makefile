@@ -29,8 +29,9 @@ tools: ## Build every pinned tool into ./bin (cached in ~/.cache/mysqlfleet by v
 	hack/tools.sh
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD from markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and the manager's hub RBAC from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy and apply configurations.

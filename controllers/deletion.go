@@ -114,7 +114,7 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 		placed[m.Name] = true
 	}
 	for _, m := range r.Fleet.Members() {
-		if placed[m.Name] || !m.Engaged {
+		if placed[m.Name] || !m.Engaged || m.Err != nil {
 			continue
 		}
 		cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
@@ -144,7 +144,7 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 	}
 	var pending, unreachable []string
 	for _, m := range r.Fleet.Members() {
-		if !m.Engaged {
+		if !m.Engaged || m.Err != nil {
 			if m.Err != nil {
 				unreachable = append(unreachable, m.Name)
 			}
@@ -168,6 +168,7 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 			pending = append(pending, m.Name)
 		}
 	}
+	log.V(1).Info("Deleting from members", "pending", pending, "unreachable", unreachable)
 	if len(pending) > 0 {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}

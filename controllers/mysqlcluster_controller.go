@@ -142,6 +142,11 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Until every registration Secret has been processed once, the registry is incomplete: placement would call
+	// registered members unknown and deletion would skip them.
+	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}

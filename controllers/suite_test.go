@@ -93,6 +93,7 @@ func startManager() {
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
 		MemberSyncTimeout:      30 * time.Second,
+		MemberHealthInterval:   time.Second,
 		MemberTimeout:          5 * time.Second,
 		DeletionTimeout:        15 * time.Second,
 	}))

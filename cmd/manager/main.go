@@ -33,6 +33,7 @@ func main() {
 	flag.Float64Var(&qps, "member-qps", kubeconfig.DefaultQPS, "queries per second to each member")
 	flag.IntVar(&o.Kubeconfig.Burst, "member-burst", kubeconfig.DefaultBurst, "burst of queries to each member")
 	flag.DurationVar(&o.MemberSyncTimeout, "member-sync-timeout", 20*time.Second, "how long a registering member has to answer before it is retried with backoff")
+	flag.DurationVar(&o.MemberHealthInterval, "member-health-interval", 10*time.Second, "how often each member's /readyz is probed, so that an unreachable member is reported without waiting for a change")
 	flag.DurationVar(&o.MemberTimeout, "member-timeout", 15*time.Second, "bound on one reconcile's work in one member")
 	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
 	zapOpts := zap.Options{}

@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +59,9 @@ type Options struct {
 	SyncTimeout time.Duration
 	// MaxConcurrentRegistrations is how many Secrets are processed at once. Default 8.
 	MaxConcurrentRegistrations int
+	// HealthInterval is how often every engaged member's /readyz is probed. A member that stops answering
+	// sends no events, so without the probe nothing would notice it until the next change. Default 10s.
+	HealthInterval time.Duration
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.
 	OnChange func(member string)
@@ -80,6 +84,10 @@ type member struct {
 	cancel  context.CancelFunc
 	err     error
 	backoff time.Duration
+	// health probes the member's /readyz; set while engaged.
+	health rest.Interface
+	// attempted is true once a registration of the current Secret finished, whatever its outcome.
+	attempted bool
 }
 
 // Provider is the member registry.
@@ -116,6 +124,9 @@ func New(opts Options) *Provider {
 	}
 	if opts.MaxConcurrentRegistrations == 0 {
 		opts.MaxConcurrentRegistrations = 8
+	}
+	if opts.HealthInterval == 0 {
+		opts.HealthInterval = 10 * time.Second
 	}
 	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{}}
 }
@@ -216,6 +227,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if factErr != nil {
 		p.event(&secret, corev1.EventTypeWarning, "InvalidRegistration", factErr.Error())
 	}
+	defer p.markAttempted(name)
 	if sameConfig {
 		if factsChanged {
 			p.changed(name)
@@ -299,7 +311,12 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 		return fmt.Errorf("member %s changed during registration", name)
 	}
 	m.cl, m.cancel, m.hash, m.err, m.backoff = cl, cancel, hash, nil, 0
+	m.health, err = healthClient(cfg)
 	p.mu.Unlock()
+	if err != nil {
+		p.disengage(name)
+		return err
+	}
 
 	if err := p.mgr.Engage(clusterCtx, multicluster.ClusterName(name), cl); err != nil {
 		p.disengage(name)
@@ -319,12 +336,22 @@ func (p *Provider) baseContext(ctx context.Context) context.Context {
 	return p.ctx
 }
 
-// Start records the manager's context so that member clusters stop with the manager.
+// Start records the manager's context so that member clusters stop with the manager, and probes the health of
+// engaged members until the manager stops.
 func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.ctx = ctx
 	p.mu.Unlock()
-	<-ctx.Done()
+	t := time.NewTicker(p.opts.HealthInterval)
+	defer t.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-t.C:
+			p.probe(ctx)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.members {
@@ -359,7 +386,7 @@ func (p *Provider) disengage(name string) {
 	defer p.mu.Unlock()
 	if m := p.members[name]; m != nil && m.cancel != nil {
 		m.cancel()
-		m.cl, m.cancel, m.hash = nil, nil, ""
+		m.cl, m.cancel, m.hash, m.health = nil, nil, "", nil
 	}
 }
 
@@ -402,4 +429,84 @@ func equalMember(a, b placement.Member) bool {
 		}
 	}
 	return true
+}
+
+// markAttempted records that the current registration Secret of a member has been processed once.
+func (p *Provider) markAttempted(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m := p.members[name]; m != nil {
+		m.attempted = true
+	}
+}
+
+// Synced reports whether every registration Secret on the hub has been processed at least once. Until then
+// the registry is incomplete: a leader that just took over would otherwise call registered members unknown.
+func (p *Provider) Synced(ctx context.Context) (bool, error) {
+	var secrets corev1.SecretList
+	if err := p.hub.List(ctx, &secrets, client.InNamespace(p.opts.Namespace),
+		client.MatchingLabels{v1alpha1.MemberSecretLabel: "true"}); err != nil {
+		return false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, s := range secrets.Items {
+		if m := p.members[s.Name]; m == nil || !m.attempted {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// healthClient is a client for the member's /readyz with a short timeout; it never watches.
+func healthClient(cfg *rest.Config) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 5 * time.Second
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(c)
+}
+
+// probe asks every engaged member's API server whether it is ready, all at once, and records changes.
+func (p *Provider) probe(ctx context.Context) {
+	p.mu.RLock()
+	targets := map[string]rest.Interface{}
+	for name, m := range p.members {
+		if m.cl != nil && m.health != nil {
+			targets[name] = m.health
+		}
+	}
+	p.mu.RUnlock()
+	var wg sync.WaitGroup
+	for name, hc := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := hc.Get().AbsPath("/readyz").DoRaw(ctx)
+			if err != nil {
+				err = fmt.Errorf("%w: /readyz: %v", ErrUnreachable, err)
+			}
+			p.setHealth(name, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// setHealth records an engaged member's reachability and tells the reconciler when it changed.
+func (p *Provider) setHealth(name string, err error) {
+	p.mu.Lock()
+	m := p.members[name]
+	if m == nil || m.cl == nil || (m.err == nil) == (err == nil) {
+		p.mu.Unlock()
+		return
+	}
+	m.err = err
+	p.mu.Unlock()
+	if err != nil {
+		p.log.Info("Member stopped answering", "member", name, "err", err.Error())
+	} else {
+		p.log.Info("Member answers again", "member", name)
+	}
+	p.changed(name)
 }

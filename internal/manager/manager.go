@@ -42,6 +42,8 @@ type Options struct {
 	// Member clients and registration.
 	Kubeconfig        kubeconfig.Options
 	MemberSyncTimeout time.Duration
+	// MemberHealthInterval is how often engaged members are probed for reachability.
+	MemberHealthInterval time.Duration
 	// MemberTimeout bounds one reconcile's work in one member.
 	MemberTimeout time.Duration
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
@@ -78,6 +80,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		Scheme:         scheme,
 		WatchedObjects: controllers.MemberObjects(),
 		SyncTimeout:    opts.MemberSyncTimeout,
+		HealthInterval: opts.MemberHealthInterval,
 		OnChange:       r.MemberChanged,
 	})
 	mgr, err := mcmanager.New(cfg, provider, crmanager.Options{

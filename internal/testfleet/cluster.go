@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,15 +93,74 @@ func (c *Cluster) Clientset() *kubernetes.Clientset {
 	return kubernetes.NewForConfigOrDie(c.Config)
 }
 
-// StopAPIServer stops the cluster's kube-apiserver, leaving etcd and its data: the cluster becomes unreachable,
-// as a member does when its network or control plane fails.
+// StopAPIServer kills the cluster's kube-apiserver, leaving etcd and its data: the cluster becomes unreachable,
+// as a member does when its control plane crashes. It kills rather than terminates: a kube-apiserver with open
+// watches can take longer to shut down gracefully than envtest waits, and envtest then cannot start it again.
 func (c *Cluster) StopAPIServer() error {
-	return c.env.ControlPlane.APIServer.Stop()
+	api := c.env.ControlPlane.APIServer
+	pids, err := processesWith("--cert-dir=" + api.CertDir)
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, _ := processesWith("--cert-dir=" + api.CertDir)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testfleet: kube-apiserver of %s did not die", c.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The process is gone; Stop only reaps it, and may report that it could not signal a process that died.
+	_ = api.Stop()
+	return nil
 }
 
-// StartAPIServer starts the kube-apiserver again on the same address, with the same certificates and data.
+// StartAPIServer starts a kube-apiserver again on the same address, with the same certificates, client CA and
+// data. envtest keeps a killed server marked as running, so a fresh server takes the old one's configuration.
 func (c *Cluster) StartAPIServer() error {
-	return c.env.ControlPlane.APIServer.Start()
+	old := c.env.ControlPlane.APIServer
+	fresh := &envtest.APIServer{
+		SecurePort: old.SecurePort, SecureServing: old.SecureServing, Path: old.Path, CertDir: old.CertDir,
+		EtcdURL: old.EtcdURL, StartTimeout: old.StartTimeout, StopTimeout: old.StopTimeout, Out: old.Out, Err: old.Err,
+	}
+	*fresh.Configure() = *old.Configure()
+	if err := fresh.Start(); err != nil {
+		return fmt.Errorf("testfleet: restarting kube-apiserver of %s: %w", c.Name, err)
+	}
+	c.env.ControlPlane.APIServer = fresh
+	return nil
+}
+
+// processesWith lists the processes whose command line contains arg.
+func processesWith(arg string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(cmdline), "\x00") {
+			if a == arg {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids, nil
 }
 
 // run starts a helper process whose output goes to a log in the cluster's directory. The kernel kills it if

@@ -1,0 +1,393 @@
+package controllers_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+)
+
+// A converged fleet is silent: over an idle window neither the hub nor any member receives a single write from
+// the manager, counted by each API server's own apiserver_request_total. Every MySQLCluster the earlier tests
+// left behind (ready, paused-then-resumed, degraded with unknown members) is part of the idle fleet.
+func TestIdleFleetMakesNoWrites(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster("idle", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
+	create(t, c)
+	eventuallyReady(g, client.ObjectKeyFromObject(c))
+	time.Sleep(3 * time.Second) // let status writes and member controllers settle
+
+	before := fleetWrites(g)
+	time.Sleep(20 * time.Second)
+	after := fleetWrites(g)
+	for name, n := range after {
+		g.Expect(n).To(Equal(before[name]), "writes to %s during the idle window", name)
+	}
+	t.Logf("write requests while idle for 20s: %v", diff(before, after))
+}
+
+// writesOfManager are the resources the manager writes; in members nothing else writes their main resource
+// while idle (controllers write the status subresource, the scheduler and kwok write pods and nodes).
+var (
+	memberResources = map[string]bool{"statefulsets": true, "services": true, "configmaps": true, "secrets": true,
+		"poddisruptionbudgets": true, "cronjobs": true, "persistentvolumeclaims": true, "namespaces": true}
+	hubResources = map[string]bool{"mysqlclusters": true, "secrets": true, "events": true}
+	requestLine  = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\S+)$`)
+	labelPair    = regexp.MustCompile(`(\w+)="([^"]*)"`)
+)
+
+// fleetWrites counts write requests per cluster and resource, from each API server's metrics.
+func fleetWrites(g Gomega) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range append([]*testfleet.Cluster{fleet.Hub}, fleet.Members...) {
+		raw, err := c.Clientset().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		watched := memberResources
+		if c == fleet.Hub {
+			watched = hubResources
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(raw)))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			m := requestLine.FindStringSubmatch(sc.Text())
+			if m == nil {
+				continue
+			}
+			l := map[string]string{}
+			for _, p := range labelPair.FindAllStringSubmatch(m[1], -1) {
+				l[p[1]] = p[2]
+			}
+			write := map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}[l["verb"]]
+			if !write || !watched[l["resource"]] || (c != fleet.Hub && l["subresource"] != "") {
+				continue
+			}
+			var n float64
+			fmt.Sscan(m[2], &n)
+			out[c.Name+"/"+l["resource"]+"/"+l["subresource"]+"/"+l["verb"]] += n
+		}
+	}
+	return out
+}
+
+func diff(before, after map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range after {
+		if v != before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+// One member's API server goes away: the others still converge on a change, the member is reported
+// unreachable, and it converges again once it is back, without restarting the manager.
+func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster("resilient", "db", nil...)
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	eventuallyReady(g, key)
+
+	azure := fleet.Member("azure-westeurope")
+	g.Expect(azure.StopAPIServer()).To(Succeed())
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = azure.StartAPIServer()
+		}
+	}()
+	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
+	for _, m := range []string{"aws-eu-west-1", "gcp-us-central1"} {
+		g.Eventually(func() int32 {
+			return statefulSet(g, m, key).Status.ReadyReplicas
+		}, time.Minute, 250*time.Millisecond).Should(Equal(int32(2)), m)
+	}
+	g.Eventually(func() v1alpha1.Phase {
+		ms := memberStatus(get(g, key), "azure-westeurope")
+		if ms == nil {
+			return ""
+		}
+		return ms.Phase
+	}, time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable))
+	got := get(g, key)
+	g.Expect(findCondition(got, v1alpha1.ConditionDegraded).Message).To(ContainSubstring("unreachable: azure-westeurope"))
+	ms := memberStatus(got, "azure-westeurope")
+	g.Expect(findMemberCondition(ms, v1alpha1.MemberConditionReachable).Status).To(Equal(metav1.ConditionFalse))
+	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
+		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
+
+	g.Expect(azure.StartAPIServer()).To(Succeed())
+	restarted = true
+	got = eventuallyReady(g, key)
+	g.Expect(got.Status.ReadyReplicas).To(Equal("6/6"))
+	g.Expect(*statefulSet(g, "azure-westeurope", key).Spec.Replicas).To(Equal(int32(2)))
+}
+
+func findMemberCondition(ms *v1alpha1.MemberStatus, t string) metav1.Condition {
+	for _, c := range ms.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// A member whose API server accepts connections and never answers must not hold up the registration of the
+// next one: multicluster-runtime's own kubeconfig provider would (one worker, no deadline on the first sync).
+func TestUnresponsiveMemberDoesNotStallRegistrations(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	var conns atomic.Int32
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			defer conn.Close() // hold every connection open, say nothing
+		}
+	}()
+	defer l.Close()
+
+	silent := kubeconfigFor(g, "https://"+l.Addr().String())
+	g.Expect(registerKubeconfig(ctx, "blackhole", cloudLabels("aws", "af-south-1"), silent)).To(Succeed())
+	g.Eventually(conns.Load, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
+
+	gcp := fleet.Member("gcp-us-central1")
+	g.Expect(registerKubeconfig(ctx, "gcp-second-name", cloudLabels("gcp", "us-central1"), gcp.Kubeconfig)).To(Succeed())
+	g.Eventually(func() []string { return secretEvents(g, "gcp-second-name") }, 30*time.Second, 100*time.Millisecond).
+		Should(ContainElement("MemberEngaged"))
+	// The unresponsive member's first sync is still running (it gives up after the manager's sync timeout).
+	g.Expect(secretEvents(g, "blackhole")).NotTo(ContainElement("MemberUnreachable"))
+	g.Eventually(func() []string { return secretEvents(g, "blackhole") }, 90*time.Second, 250*time.Millisecond).
+		Should(ContainElement("MemberUnreachable"))
+
+	for _, name := range []string{"blackhole", "gcp-second-name"} {
+		g.Expect(hub.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mgrNamespace, Name: name}})).To(Succeed())
+	}
+}
+
+// Hostile kubeconfigs are refused before any client exists: an Event on the Secret says why, the exec plugin
+// never runs, and a MySQLCluster placed there reports the member as unreachable with the reason.
+func TestHostileKubeconfigsAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "exec-ran")
+	server := fleet.Member("aws-eu-west-1").Config.Host
+	hostile := map[string]func(*clientcmdapi.Config){
+		"hostile-exec": func(c *clientcmdapi.Config) {
+			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+				APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "touch " + marker},
+				InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+			}}
+		},
+		"hostile-tokenfile": func(c *clientcmdapi.Config) { c.AuthInfos["u"] = &clientcmdapi.AuthInfo{TokenFile: "/etc/hostname"} },
+		"hostile-authprovider": func(c *clientcmdapi.Config) {
+			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "oidc"}}
+		},
+		"hostile-cafile": func(c *clientcmdapi.Config) {
+			c.Clusters["c"].CertificateAuthority = "/etc/ssl/certs/ca-certificates.crt"
+		},
+		"hostile-insecure": func(c *clientcmdapi.Config) { c.Clusters["c"].InsecureSkipTLSVerify = true },
+		"hostile-proxy":    func(c *clientcmdapi.Config) { c.Clusters["c"].ProxyURL = "http://127.0.0.1:3128" },
+	}
+	reasons := map[string]string{"hostile-exec": "exec", "hostile-tokenfile": "tokenFile", "hostile-authprovider": "auth-provider",
+		"hostile-cafile": "certificate-authority", "hostile-insecure": "insecure-skip-tls-verify", "hostile-proxy": "proxy-url"}
+	for name, mutate := range hostile {
+		cfg := baseKubeconfig(server)
+		mutate(cfg)
+		if name == "hostile-insecure" {
+			cfg.Clusters["c"].CertificateAuthorityData = nil
+		}
+		data, err := clientcmd.Write(*cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(registerKubeconfig(ctx, name, cloudLabels("aws", "eu-west-1"), data)).To(Succeed())
+	}
+	for name, field := range reasons {
+		g.Eventually(func() string { return secretEventNote(g, name, "KubeconfigRefused") }, 30*time.Second, 100*time.Millisecond).
+			Should(ContainSubstring(field), name)
+	}
+
+	c := newCluster("hostile", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{"hostile-exec"} })
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	g.Eventually(func() string {
+		if ms := memberStatus(get(g, key), "hostile-exec"); ms != nil {
+			return string(ms.Phase) + ": " + ms.LastError
+		}
+		return ""
+	}, 30*time.Second, 100*time.Millisecond).Should(And(HavePrefix("Unreachable"), ContainSubstring("exec")))
+	_, err := os.Stat(marker)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin must never run")
+	for name := range hostile {
+		g.Expect(hub.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mgrNamespace, Name: name}})).To(Succeed())
+	}
+}
+
+// Deleting with Retain removes workloads and keeps the volumes and the hub's credentials; Delete removes those
+// too; a member that leaves the placement is torn down by the same rules.
+func TestDeletionPolicies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	placed := []string{"aws-eu-west-1", "gcp-us-central1"}
+	retain := newCluster("deletion", "keep", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = placed })
+	remove := newCluster("deletion", "drop", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Placement.Members = placed
+		c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+	})
+	create(t, retain)
+	create(t, remove)
+	eventuallyReady(g, client.ObjectKeyFromObject(retain))
+	eventuallyReady(g, client.ObjectKeyFromObject(remove))
+
+	// gcp leaves the placement of the Retain cluster: its StatefulSet goes, its volume stays.
+	update(g, client.ObjectKeyFromObject(retain), func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = placed[:1] })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(members["gcp-us-central1"].Get(ctx, client.ObjectKeyFromObject(retain), &appsv1.StatefulSet{}))
+	}, time.Minute, 250*time.Millisecond).Should(BeTrue())
+	g.Expect(pvcNames(g, "gcp-us-central1", "deletion")).To(ContainElement("data-keep-0"))
+
+	for _, c := range []*v1alpha1.MySQLCluster{retain, remove} {
+		g.Expect(hub.Delete(ctx, c)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.MySQLCluster{}))
+		}, time.Minute, 250*time.Millisecond).Should(BeTrue(), c.Name)
+	}
+	for _, m := range placed {
+		for _, name := range []string{"keep", "drop"} {
+			for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}} {
+				err := members[m].Get(ctx, client.ObjectKey{Namespace: "deletion", Name: name}, obj)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s in %s", obj, name, m)
+			}
+		}
+		g.Eventually(func() []string { return pvcNames(g, m, "deletion") }, time.Minute, 250*time.Millisecond).
+			ShouldNot(ContainElement(HavePrefix("data-drop-")), m)
+	}
+	g.Expect(pvcNames(g, "aws-eu-west-1", "deletion")).To(ContainElement("data-keep-0"))
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: mgrNamespace, Name: "credentials.deletion.keep"}, &corev1.Secret{})).To(Succeed())
+	err := hub.Get(ctx, client.ObjectKey{Namespace: mgrNamespace, Name: "credentials.deletion.drop"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}
+
+// Deletion does not hang on an unreachable member: after the bounded wait the MySQLCluster is released, an
+// Event names the member, and the member's objects are still there when it returns.
+func TestDeletionWithUnreachableMember(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster("deletion-down", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Placement.Members = []string{"aws-eu-west-1", "azure-westeurope"}
+	})
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	eventuallyReady(g, key)
+	azure := fleet.Member("azure-westeurope")
+	g.Expect(azure.StopAPIServer()).To(Succeed())
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = azure.StartAPIServer()
+		}
+	}()
+	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "azure-westeurope").Phase },
+		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable))
+
+	g.Expect(hub.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(members["aws-eu-west-1"].Get(ctx, key, &appsv1.StatefulSet{}))
+	}, time.Minute, 250*time.Millisecond).Should(BeTrue())
+	g.Eventually(func() bool { return apierrors.IsNotFound(hub.Get(ctx, key, &v1alpha1.MySQLCluster{})) },
+		2*time.Minute, 250*time.Millisecond).Should(BeTrue())
+	var events eventsv1.EventList
+	g.Expect(hub.List(ctx, &events, client.InNamespace("deletion-down"))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		if e.Reason == "LeftoversInUnreachableMembers" {
+			notes = append(notes, e.Note)
+		}
+	}
+	g.Expect(notes).To(ContainElement(ContainSubstring("azure-westeurope")))
+
+	g.Expect(azure.StartAPIServer()).To(Succeed())
+	restarted = true
+	cs := kubernetes.NewForConfigOrDie(azure.Config)
+	_, err := cs.AppsV1().StatefulSets("deletion-down").Get(ctx, "db", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred(), "nothing is deleted blindly in a member that was unreachable")
+}
+
+func pvcNames(g Gomega, member, ns string) []string {
+	var list corev1.PersistentVolumeClaimList
+	g.Expect(members[member].List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func cloudLabels(cloud, region string) map[string]string {
+	return map[string]string{v1alpha1.MemberSecretLabel: "true", v1alpha1.CloudLabel: cloud, v1alpha1.RegionLabel: region}
+}
+
+// baseKubeconfig is a valid token kubeconfig for server, with the hub's CA (any CA will do for refusal tests).
+func baseKubeconfig(server string) *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: fleet.Hub.Config.CAData}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "not-a-real-token"}
+	cfg.Contexts["ctx"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "ctx"
+	return cfg
+}
+
+func kubeconfigFor(g Gomega, server string) []byte {
+	data, err := clientcmd.Write(*baseKubeconfig(server))
+	g.Expect(err).NotTo(HaveOccurred())
+	return data
+}
+
+// secretEvents lists the reasons of Events about a registration Secret.
+func secretEvents(g Gomega, name string) []string {
+	var list eventsv1.EventList
+	g.Expect(hub.List(context.Background(), &list, client.InNamespace(mgrNamespace))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Secret" && e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func secretEventNote(g Gomega, name, reason string) string {
+	var list eventsv1.EventList
+	g.Expect(hub.List(context.Background(), &list, client.InNamespace(mgrNamespace))).To(Succeed())
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason {
+			return e.Note
+		}
+	}
+	return ""
+}
