@@ -83,7 +83,7 @@ func fleetWrites(g Gomega) map[string]float64 {
 				continue
 			}
 			var n float64
-			fmt.Sscan(m[2], &n)
+			_, _ = fmt.Sscan(m[2], &n)
 			out[c.Name+"/"+l["resource"]+"/"+l["subresource"]+"/"+l["verb"]] += n
 		}
 	}
@@ -168,10 +168,10 @@ func TestUnresponsiveMemberDoesNotStallRegistrations(t *testing.T) {
 				return
 			}
 			conns.Add(1)
-			defer conn.Close() // hold every connection open, say nothing
+			defer func() { _ = conn.Close() }() // hold every connection open, say nothing
 		}
 	}()
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 
 	silent := kubeconfigFor(g, "https://"+l.Addr().String())
 	g.Expect(registerKubeconfig(ctx, "blackhole", cloudLabels("aws", "af-south-1"), silent)).To(Succeed())

@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer fleet.Stop()
+	defer func() { _ = fleet.Stop() }()
 	scheme := manager.Scheme()
 	hub = must(client.New(fleet.Hub.Config, client.Options{Scheme: scheme}))
 	members = map[string]client.Client{}

@@ -84,7 +84,7 @@ func up(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(self, "-dir", dir, "serve")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -117,12 +117,12 @@ func serve(dir string) error {
 	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}
-	defer os.Remove(pidFile(dir))
+	defer func() { _ = os.Remove(pidFile(dir)) }()
 	f, err := testfleet.Start(ctx, testfleet.Options{Dir: filepath.Join(dir, "clusters"), Workloads: true})
 	if err != nil {
 		return err
 	}
-	defer f.Stop()
+	defer func() { _ = f.Stop() }()
 	var infos []clusterInfo
 	for _, c := range append([]*testfleet.Cluster{f.Hub}, f.Members...) {
 		infos = append(infos, clusterInfo{
@@ -185,9 +185,9 @@ func status(dir string) error {
 		return err
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "CLUSTER\tROLE\tCLOUD\tREGION\tSERVER\tSTORAGE CLASSES\tKUBECONFIG")
+	_, _ = fmt.Fprintln(w, "CLUSTER\tROLE\tCLOUD\tREGION\tSERVER\tSTORAGE CLASSES\tKUBECONFIG")
 	for _, c := range infos {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Role, dash(c.Cloud), dash(c.Region), c.Server,
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Role, dash(c.Cloud), dash(c.Region), c.Server,
 			dash(strings.Join(c.StorageClasses, ",")), c.Kubeconfig)
 	}
 	return w.Flush()

@@ -35,7 +35,7 @@ func TestAgainstAPIServer(t *testing.T) {
 		assets, _ = filepath.Abs(filepath.Join("..", "..", "bin"))
 	}
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Skipf("no kube-apiserver in %s: run make tools", assets)
+		t.Fatalf("no kube-apiserver in %s: run make test-tools", assets)
 	}
 	g := NewWithT(t)
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}

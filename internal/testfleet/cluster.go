@@ -126,7 +126,7 @@ func (c *Cluster) StopAPIServer() error {
 func (c *Cluster) StartAPIServer() error {
 	old := c.env.ControlPlane.APIServer
 	fresh := &envtest.APIServer{
-		SecurePort: old.SecurePort, SecureServing: old.SecureServing, Path: old.Path, CertDir: old.CertDir,
+		SecureServing: old.SecureServing, Path: old.Path, CertDir: old.CertDir,
 		EtcdURL: old.EtcdURL, StartTimeout: old.StartTimeout, StopTimeout: old.StopTimeout, Out: old.Out, Err: old.Err,
 	}
 	*fresh.Configure() = *old.Configure()

@@ -207,7 +207,7 @@ func TestFleetIsRemovedWhenOwnerIsKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.Stdout.WriteString("FLEETDIR=" + f.Dir + "\n")
+		_, _ = os.Stdout.WriteString("FLEETDIR=" + f.Dir + "\n")
 		time.Sleep(10 * time.Minute)
 		return
 	}
