@@ -80,6 +80,13 @@ run: build ## Run the manager against the hub in $KUBECONFIG.
 docker-build: ## Build the manager image (needs a Docker engine; base images overridable by build argument).
 	docker build -t $(IMG) .
 
+##@ Benchmark
+
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: test-tools ## Run the fleet benchmark (hub + 10 members, 100 MySQLClusters); figures in bench/results/.
+	go run ./bench $(BENCH_FLAGS)
+
 ##@ Fleet
 
 .PHONY: demo
