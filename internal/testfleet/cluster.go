@@ -34,6 +34,8 @@ type Cluster struct {
 
 	env *envtest.Environment
 	bin string
+	// workloads is set when the cluster runs controllers, a scheduler and kwok.
+	workloads bool
 
 	mu         sync.Mutex
 	procs      []*exec.Cmd
@@ -93,10 +95,14 @@ func (c *Cluster) Clientset() *kubernetes.Clientset {
 	return kubernetes.NewForConfigOrDie(c.Config)
 }
 
-// StopAPIServer kills the cluster's kube-apiserver, leaving etcd and its data: the cluster becomes unreachable,
-// as a member does when its control plane crashes. It kills rather than terminates: a kube-apiserver with open
-// watches can take longer to shut down gracefully than envtest waits, and envtest then cannot start it again.
+// StopAPIServer kills the cluster's kube-apiserver, and with workloads its controller manager and scheduler,
+// leaving etcd, its data and the kwok kubelets: the cluster becomes unreachable, as a member does when its
+// control plane crashes. It kills rather than terminates: a kube-apiserver with open watches can take longer to
+// shut down gracefully than envtest waits, and envtest then cannot start it again.
 func (c *Cluster) StopAPIServer() error {
+	if c.workloads {
+		c.stopControllers()
+	}
 	api := c.env.ControlPlane.APIServer
 	pids, err := processesWith("--cert-dir=" + api.CertDir)
 	if err != nil {
@@ -134,6 +140,9 @@ func (c *Cluster) StartAPIServer() error {
 		return fmt.Errorf("testfleet: restarting kube-apiserver of %s: %w", c.Name, err)
 	}
 	c.env.ControlPlane.APIServer = fresh
+	if c.workloads {
+		return c.startControllers()
+	}
 	return nil
 }
 

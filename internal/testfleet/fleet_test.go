@@ -242,3 +242,36 @@ func TestFleetIsRemovedWhenOwnerIsKilled(t *testing.T) {
 	g.Eventually(func() []string { return fleetProcesses(dir) }, 30*time.Second, 200*time.Millisecond).Should(BeEmpty())
 	g.Eventually(func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 10*time.Second, 200*time.Millisecond).Should(BeTrue())
 }
+
+// A member's controllers, scheduler and kwok survive its API server's restart: workloads created afterwards run.
+func TestWorkloadsSurviveAPIServerRestart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := testfleet.ForTest(t, testfleet.Options{Members: twoMembers(t)[:1], Workloads: true})
+	m := f.Members[0]
+	g.Expect(m.StopAPIServer()).To(Succeed())
+	time.Sleep(45 * time.Second) // longer than the node monitor grace period: the node goes NotReady
+	g.Expect(m.StartAPIServer()).To(Succeed())
+	g.Expect(fleetProcesses(f.Dir)).To(HaveLen(7), "every process of the fleet still runs")
+	cs := m.Clientset()
+	labels := map[string]string{"app": "after"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "default"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mysql:8.4"}}},
+			},
+		},
+	}
+	_, err := cs.AppsV1().StatefulSets("default").Create(ctx, sts, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() int32 {
+		s, err := cs.AppsV1().StatefulSets("default").Get(ctx, "after", metav1.GetOptions{})
+		if err != nil {
+			return -1
+		}
+		return s.Status.ReadyReplicas
+	}, 2*time.Minute, time.Second).Should(Equal(int32(1)))
+}

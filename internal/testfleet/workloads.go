@@ -3,7 +3,9 @@ package testfleet
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,21 +26,11 @@ const FakeNodeName = "kwok-node-0"
 // become Running and Ready, Jobs complete), and for every StorageClass of the definition a provisioner that
 // creates, binds, expands and reclaims volumes the way a CSI driver would.
 func (c *Cluster) startWorkloads(ctx context.Context) error {
+	c.workloads = true
+	if err := c.startControllers(); err != nil {
+		return err
+	}
 	kc := c.KubeconfigPath
-	if err := c.run("kube-controller-manager",
-		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
-		"--leader-elect=false", "--controllers=*", "--secure-port=0", "--use-service-account-credentials=false",
-		// Quick garbage collection and CronJob/Job syncs keep tests short.
-		"--concurrent-statefulset-syncs=10", "--node-monitor-grace-period=40s",
-	); err != nil {
-		return err
-	}
-	if err := c.run("kube-scheduler",
-		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
-		"--leader-elect=false", "--secure-port=0",
-	); err != nil {
-		return err
-	}
 	if err := c.run("kwok",
 		"--kubeconfig="+kc, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -66,6 +58,44 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 		newProvisioner(cs, c.Definition.StorageClassNames()).run(loopCtx)
 	}()
 	return nil
+}
+
+// controlPlaneProcesses run beside the API server and go down and come back with it; kwok stands for the
+// kubelets, which outlive a control-plane outage.
+var controlPlaneProcesses = []string{"kube-controller-manager", "kube-scheduler"}
+
+// startControllers starts kube-controller-manager and kube-scheduler.
+func (c *Cluster) startControllers() error {
+	kc := c.KubeconfigPath
+	if err := c.run("kube-controller-manager",
+		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
+		"--leader-elect=false", "--controllers=*", "--secure-port=0", "--use-service-account-credentials=false",
+		"--concurrent-statefulset-syncs=10", "--node-monitor-grace-period=40s",
+	); err != nil {
+		return err
+	}
+	return c.run("kube-scheduler",
+		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
+		"--leader-elect=false", "--secure-port=0",
+	)
+}
+
+// stopControllers kills kube-controller-manager and kube-scheduler, as a control-plane outage does.
+func (c *Cluster) stopControllers() {
+	c.mu.Lock()
+	var keep, kill []*exec.Cmd
+	for _, p := range c.procs {
+		if slices.Contains(controlPlaneProcesses, filepath.Base(p.Path)) {
+			kill = append(kill, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	c.procs = keep
+	c.mu.Unlock()
+	for _, p := range kill {
+		_ = p.Process.Kill()
+	}
 }
 
 func (c *Cluster) createFakeNode(ctx context.Context, cs kubernetes.Interface) error {

@@ -1,0 +1,306 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+var classes = map[string]string{"aws-eu-west-1": "gp3", "azure-westeurope": "managed-csi", "gcp-us-central1": "pd-ssd"}
+
+var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
+	var key client.ObjectKey
+
+	BeforeAll(func(ctx SpecContext) {
+		c := mysqlCluster("shop", "orders", []string{"aws-eu-west-1", "azure-westeurope", "gcp-us-central1"})
+		c.Spec.Backup = &v1alpha1.Backup{Schedule: "H 3 * * *", Retention: 5, Target: v1alpha1.BackupTarget{
+			PVC: &v1alpha1.PVCTarget{Size: resource.MustParse("5Gi")},
+		}}
+		create(ctx, c)
+		key = client.ObjectKeyFromObject(c)
+	})
+
+	It("becomes Ready with each cloud's storage class", func(ctx SpecContext) {
+		c := eventuallyReady(ctx, key)
+		Expect(c.Status.ReadyMembers).To(Equal("3/3"))
+		Expect(c.Status.StorageClasses).To(Equal("gp3,managed-csi,pd-ssd"))
+		for member, class := range classes {
+			sts := statefulSet(ctx, member, key)
+			Expect(*sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(Equal(class), member)
+			Expect(sts.Status.ReadyReplicas).To(Equal(int32(1)), member)
+		}
+	})
+
+	It("runs a backup CronJob per member on staggered schedules, and its Job runs when triggered", func(ctx SpecContext) {
+		schedules := map[string]bool{}
+		for member := range classes {
+			var cj batchv1.CronJob
+			Expect(clients[member].Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-backup"}, &cj)).To(Succeed())
+			Expect(cj.Spec.ConcurrencyPolicy).To(Equal(batchv1.ForbidConcurrent))
+			schedules[cj.Spec.Schedule] = true
+
+			// As `kubectl create job --from=cronjob/orders-backup` does.
+			job := &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "orders-backup-manual"},
+				Spec:       cj.Spec.JobTemplate.Spec,
+			}
+			Expect(clients[member].Create(ctx, job)).To(Succeed())
+			Eventually(func(g Gomega) int32 {
+				var j batchv1.Job
+				g.Expect(clients[member].Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+				return j.Status.Succeeded
+			}).WithTimeout(2*time.Minute).Should(Equal(int32(1)), member)
+		}
+		Expect(len(schedules)).To(BeNumerically(">", 1), "H spreads the members' backups")
+	})
+
+	It("scales replicas in every member", func(ctx SpecContext) {
+		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
+		c := eventuallyReady(ctx, key)
+		Expect(c.Status.ReadyReplicas).To(Equal("6/6"))
+	})
+
+	It("grows storage in place without restarting Pods", func(ctx SpecContext) {
+		before := podUIDs(ctx, key.Namespace)
+		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Storage.Size = resource.MustParse("2Gi") })
+		eventuallyReady(ctx, key)
+		for member := range classes {
+			Eventually(func(g Gomega) string {
+				var pvcs corev1.PersistentVolumeClaimList
+				g.Expect(clients[member].List(ctx, &pvcs, client.InNamespace(key.Namespace),
+					client.MatchingLabels{v1alpha1.ClusterNameLabel: key.Name})).To(Succeed())
+				sizes := []string{}
+				for _, p := range pvcs.Items {
+					if strings.HasPrefix(p.Name, "data-") {
+						q := p.Status.Capacity[corev1.ResourceStorage]
+						sizes = append(sizes, q.String())
+					}
+				}
+				return strings.Join(sizes, ",")
+			}).WithTimeout(time.Minute).Should(Equal("2Gi,2Gi"), member)
+		}
+		Expect(podUIDs(ctx, key.Namespace)).To(Equal(before))
+	})
+
+	It("repairs drift in a member", func(ctx SpecContext) {
+		member := "azure-westeurope"
+		sts := statefulSet(ctx, member, key)
+		sts.Spec.Replicas = ptr.To[int32](5)
+		Expect(clients[member].Update(ctx, sts)).To(Succeed())
+		Eventually(func() int32 { return *statefulSet(ctx, member, key).Spec.Replicas }).
+			WithTimeout(30 * time.Second).Should(Equal(int32(2)))
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		Expect(clients[member].Delete(ctx, svc)).To(Succeed())
+		Eventually(func() error { return clients[member].Get(ctx, key, &corev1.Service{}) }).
+			WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("keeps the others going while a member's API server is down, and catches up when it returns", func(ctx SpecContext) {
+		member := "gcp-us-central1"
+		Expect(provider.StopAPIServer(member)).To(Succeed())
+		DeferCleanup(func() { _ = provider.StartAPIServer(member) })
+		Eventually(func() v1alpha1.Phase { return memberStatus(get(ctx, key), member).Phase }).
+			WithTimeout(time.Minute).Should(Equal(v1alpha1.PhaseUnreachable))
+		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Config = map[string]string{"max_connections": "300"} })
+		for _, other := range []string{"aws-eu-west-1", "azure-westeurope"} {
+			Eventually(func(g Gomega) string {
+				var cm corev1.ConfigMap
+				g.Expect(clients[other].Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-config"}, &cm)).To(Succeed())
+				return cm.Data["my.cnf"]
+			}).WithTimeout(time.Minute).Should(ContainSubstring("max_connections"), other)
+		}
+		Expect(provider.StartAPIServer(member)).To(Succeed())
+		c := eventuallyReady(ctx, key)
+		Expect(memberStatus(c, member).Phase).To(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("fails over to the standby replica when the leader dies", func(ctx SpecContext) {
+		var leader, standby *managerProcess
+		Eventually(func() int {
+			leader, standby = nil, nil
+			for _, p := range managers {
+				if p.running() && p.isLeader() {
+					leader = p
+				} else if p.running() {
+					standby = p
+				}
+			}
+			if leader == nil || standby == nil {
+				return 0
+			}
+			return 1
+		}).WithTimeout(time.Minute).Should(Equal(1))
+		leader.kill()
+		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 1 })
+		Eventually(standby.isLeader).WithTimeout(time.Minute).Should(BeTrue())
+		c := eventuallyReady(ctx, key)
+		Expect(c.Status.ReadyReplicas).To(Equal("3/3"))
+	})
+})
+
+var _ = Describe("Placement by selector", func() {
+	It("places only on members whose labels match", func(ctx SpecContext) {
+		c := mysqlCluster("analytics", "events", nil)
+		c.Spec.Placement = v1alpha1.Placement{MemberSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: v1alpha1.CloudLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"azure", "gcp"},
+		}}}}
+		create(ctx, c)
+		key := client.ObjectKeyFromObject(c)
+		got := eventuallyReady(ctx, key)
+		Expect(got.Status.ReadyMembers).To(Equal("2/2"))
+		Expect(got.Status.StorageClasses).To(Equal("managed-csi,pd-ssd"))
+		err := clients["aws-eu-west-1"].Get(ctx, key, &appsv1.StatefulSet{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+})
+
+var _ = Describe("Deletion", func() {
+	It("keeps volumes with Retain and removes them with Delete", func(ctx SpecContext) {
+		keep := mysqlCluster("ledger", "keep", []string{"aws-eu-west-1", "gcp-us-central1"})
+		drop := mysqlCluster("ledger", "drop", []string{"aws-eu-west-1", "gcp-us-central1"})
+		drop.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+		for _, c := range []*v1alpha1.MySQLCluster{keep, drop} {
+			create(ctx, c)
+			eventuallyReady(ctx, client.ObjectKeyFromObject(c))
+		}
+		for _, c := range []*v1alpha1.MySQLCluster{keep, drop} {
+			Expect(hubClient.Delete(ctx, c)).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.MySQLCluster{}))
+			}).WithTimeout(time.Minute).Should(BeTrue())
+		}
+		for _, member := range []string{"aws-eu-west-1", "gcp-us-central1"} {
+			Eventually(func(g Gomega) []string {
+				var pvcs corev1.PersistentVolumeClaimList
+				g.Expect(clients[member].List(ctx, &pvcs, client.InNamespace("ledger"))).To(Succeed())
+				var names []string
+				for _, p := range pvcs.Items {
+					names = append(names, p.Name)
+				}
+				return names
+			}).WithTimeout(time.Minute).Should(ConsistOf("data-keep-0"), member)
+			err := clients[member].Get(ctx, client.ObjectKey{Namespace: "ledger", Name: "keep"}, &appsv1.StatefulSet{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}
+	})
+})
+
+var _ = Describe("A hostile member kubeconfig", func() {
+	It("is refused and its exec plugin never runs", func(ctx SpecContext) {
+		marker := filepath.Join(workDir, "exec-ran")
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["m"] = &clientcmdapi.Cluster{Server: members["aws-eu-west-1"].Config.Host, CertificateAuthorityData: members["aws-eu-west-1"].Config.CAData}
+		cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "touch " + marker},
+			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}}
+		cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "u"}
+		cfg.CurrentContext = "c"
+		data, err := clientcmd.Write(*cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(registerMember(ctx, "intruder", "aws", "eu-west-1", data)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			var events eventsv1.EventList
+			g.Expect(hubClient.List(ctx, &events, client.InNamespace(namespace))).To(Succeed())
+			for _, e := range events.Items {
+				if e.Regarding.Name == "intruder" && e.Reason == "KubeconfigRefused" {
+					return e.Note
+				}
+			}
+			return ""
+		}).WithTimeout(time.Minute).Should(ContainSubstring("exec"))
+		_, err = os.Stat(marker)
+		Expect(os.IsNotExist(err)).To(BeTrue())
+	})
+})
+
+func mysqlCluster(ns, name string, placed []string) *v1alpha1.MySQLCluster {
+	return &v1alpha1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.MySQLClusterSpec{
+			Version: "8.4", Replicas: 1, Placement: v1alpha1.Placement{Members: placed},
+			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")},
+		},
+	}
+}
+
+func create(ctx context.Context, c *v1alpha1.MySQLCluster) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}}
+	if err := hubClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Expect(hubClient.Create(ctx, c)).To(Succeed())
+}
+
+func get(ctx context.Context, key client.ObjectKey) *v1alpha1.MySQLCluster {
+	var c v1alpha1.MySQLCluster
+	Expect(hubClient.Get(ctx, key, &c)).To(Succeed())
+	return &c
+}
+
+func update(ctx context.Context, key client.ObjectKey, change func(*v1alpha1.MySQLCluster)) {
+	Eventually(func() error {
+		c := get(ctx, key)
+		change(c)
+		return hubClient.Update(ctx, c)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func eventuallyReady(ctx context.Context, key client.ObjectKey) *v1alpha1.MySQLCluster {
+	var c *v1alpha1.MySQLCluster
+	Eventually(func() bool {
+		c = get(ctx, key)
+		cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
+		return c.Status.ObservedGeneration == c.Generation && cond != nil && cond.Status == metav1.ConditionTrue &&
+			cond.ObservedGeneration == c.Generation
+	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(BeTrue())
+	return c
+}
+
+func statefulSet(ctx context.Context, member string, key client.ObjectKey) *appsv1.StatefulSet {
+	var sts appsv1.StatefulSet
+	Expect(clients[member].Get(ctx, key, &sts)).To(Succeed())
+	return &sts
+}
+
+func memberStatus(c *v1alpha1.MySQLCluster, name string) *v1alpha1.MemberStatus {
+	for i := range c.Status.Members {
+		if c.Status.Members[i].Name == name {
+			return &c.Status.Members[i]
+		}
+	}
+	return &v1alpha1.MemberStatus{}
+}
+
+func podUIDs(ctx context.Context, ns string) map[string]string {
+	out := map[string]string{}
+	for member := range classes {
+		var pods corev1.PodList
+		Expect(clients[member].List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.ComponentLabel: "database"})).To(Succeed())
+		for _, p := range pods.Items {
+			out[member+"/"+p.Name] = string(p.UID)
+		}
+	}
+	return out
+}
