@@ -29,9 +29,10 @@ tools: ## Build every pinned tool into ./bin (cached in ~/.cache/mysqlfleet by v
 	hack/tools.sh
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and the manager's hub RBAC from markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and the manager's hub RBAC from markers, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths="./controllers/...;./cmd/manager/..." output:rbac:artifacts:config=config/rbac
+	go run ./hack/chartgen -crds config/crd/bases -rbac config/rbac/role.yaml -chart charts/mysqlfleet
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy and apply configurations.
@@ -66,6 +67,16 @@ test: test-tools check-generate vet ## Build tools, check generated files, vet, 
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-e2e
+test-e2e: test-tools ## Run the multi-cluster e2e suite (Ginkgo) on the local fleet from clusters/.
+	go test -tags e2e ./e2e/ -count=1 -timeout 40m -ginkgo.v
+
+.PHONY: helm-lint
+helm-lint: ## Lint and render the chart with the pinned helm (go test ./charts/... checks it in depth).
+	hack/tools.sh helm
+	$(BIN)/helm lint --strict --kube-version $(KUBE_VERSION) charts/mysqlfleet
+	$(BIN)/helm template mysqlfleet charts/mysqlfleet --namespace mysqlfleet-system --kube-version $(KUBE_VERSION) >/dev/null
+
 ##@ Build
 
 .PHONY: build
@@ -76,9 +87,11 @@ build: ## Build the manager and the CLI into ./bin.
 run: build ## Run the manager against the hub in $KUBECONFIG.
 	$(BIN)/manager --leader-elect=false
 
+GO_IMAGE ?= golang:1.26
+BASE_IMAGE ?= scratch
 .PHONY: docker-build
-docker-build: ## Build the manager image (needs a Docker engine; base images overridable by build argument).
-	docker build -t $(IMG) .
+docker-build: ## Build the manager image $(IMG): compiled in GO_IMAGE if present locally, else on this host (no registry needed).
+	GO_IMAGE=$(GO_IMAGE) BASE_IMAGE=$(BASE_IMAGE) hack/docker-build.sh $(IMG)
 
 ##@ Benchmark
 

@@ -114,7 +114,7 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 		placed[m.Name] = true
 	}
 	for _, m := range r.Fleet.Members() {
-		if placed[m.Name] || !m.Engaged || m.Err != nil {
+		if placed[m.Name] || !m.Engaged || m.Err != nil || !m.AllowsNamespace(s.cluster.Namespace) {
 			continue
 		}
 		cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
@@ -144,6 +144,9 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 	}
 	var pending, unreachable []string
 	for _, m := range r.Fleet.Members() {
+		if !m.AllowsNamespace(c.Namespace) {
+			continue // its credential cannot have put anything there
+		}
 		if !m.Engaged || m.Err != nil {
 			if m.Err != nil {
 				unreachable = append(unreachable, m.Name)

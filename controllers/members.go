@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -134,6 +135,11 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		return fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
 	}
 	mc := cl.GetClient()
+	if !m.AllowsNamespace(c.Namespace) {
+		err := fmt.Errorf("member %s allows only namespaces %s, not %s", m.Name, strings.Join(m.Namespaces, ", "), c.Namespace)
+		setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+		return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonNamespaceNotAllowed, err)
+	}
 
 	st.StorageClass = render.StorageClass(c, m.Member)
 	if sched, err := render.BackupSchedule(c, m.Name); err == nil {

@@ -84,7 +84,11 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		For(&v1alpha1.MySQLCluster{},
 			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)).
 		// Several MySQLClusters reconcile at once, so that one waiting on a slow member holds up no other.
-		WithOptions(controller.TypedOptions[mcreconcile.Request]{MaxConcurrentReconciles: 8}).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: 8,
+			// multicluster-runtime's builder does not take the manager's default, so pass it on.
+			SkipNameValidation: mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
+		}).
 		WatchesRawSource(source.TypedChannel(r.memberChanged, handler.TypedEnqueueRequestsFromMapFunc(r.allClusters)))
 	for _, obj := range MemberObjects() {
 		if _, ok := obj.(*corev1.Namespace); ok {

@@ -93,13 +93,14 @@ build_etcd() {
   mv "$out/etcd.tmp" "$out/etcd"
 }
 
-# go_install NAME VERSION PKG installs PKG@VERSION into the cache as NAME.
+# go_install NAME VERSION PKG [LDFLAGS [KEY-SUFFIX]] installs PKG@VERSION into the cache as NAME; a build with
+# extra ldflags gets its own cache key.
 go_install() {
-  local name=$1 version=$2 pkg=$3 out=$cache/$1-$2
+  local name=$1 version=$2 pkg=$3 ld="-s -w ${4:-}" out=$cache/$1-$2${5:-}
   [[ -x $out/$name ]] && return 0
   log "building $name $version"
   mkdir -p "$out.tmp"
-  GOBIN=$out.tmp go install -trimpath -ldflags "-s -w" "$pkg@$version"
+  GOBIN=$out.tmp go install -trimpath -ldflags "$ld" "$pkg@$version"
   mkdir -p "$out" && mv "$out.tmp"/* "$out/" && rmdir "$out.tmp"
   [[ -x $out/$name ]] || { log "$pkg did not produce $name"; return 1; }
 }
@@ -137,7 +138,13 @@ for t in "${tools[@]}"; do
     kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok && kwok_stages &&
       link "$cache/kwok-$KWOK_VERSION/kwok" && link "$cache/kwok-$KWOK_VERSION/kwok-stages.yaml" ;;
     kwokctl) go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl && link "$cache/kwokctl-$KWOK_VERSION/kwokctl" ;;
-    helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm && link "$cache/helm-$HELM_VERSION/helm" ;;
+    # Helm's release builds stamp its version and the Kubernetes version it assumes without a cluster (helm
+    # template, lint); a plain go install would assume Kubernetes 1.20 and fail the chart's kubeVersion.
+    helm) helm_minor=${KUBE_VERSION#v1.}; helm_minor=${helm_minor%%.*}
+      go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+        "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$helm_minor" \
+        "-k8s1.$helm_minor" &&
+        link "$cache/helm-$HELM_VERSION-k8s1.$helm_minor/helm" ;;
     controller-gen) go_install controller-gen "$CONTROLLER_TOOLS_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen &&
       link "$cache/controller-gen-$CONTROLLER_TOOLS_VERSION/controller-gen" ;;
     kind) go_install kind "$KIND_VERSION" sigs.k8s.io/kind && link "$cache/kind-$KIND_VERSION/kind" ;;

@@ -45,4 +45,5 @@ const (
 	ReasonStatefulSetNotReady = "StatefulSetNotReady"
 	ReasonStatefulSetReady    = "StatefulSetReady"
 	ReasonDeleting            = "Deleting"
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 )

@@ -14,6 +14,13 @@ const (
 	// StorageClassAnnotation on a member registration Secret overrides the storage class of every MySQLCluster
 	// placed on that member, unless the MySQLCluster sets spec.storage.storageClassName.
 	StorageClassAnnotation = "mysqlfleet.io/storage-class"
+	// NamespacesAnnotation on a member registration Secret lists, comma separated, the only namespaces the member's
+	// credential may use (`mysqlfleet join --namespaces`). The manager then caches only those namespaces there and
+	// reports a MySQLCluster from any other namespace as not placeable on that member.
+	NamespacesAnnotation = "mysqlfleet.io/namespaces"
+	// TokenExpirationAnnotation on a member registration Secret is when its token expires (RFC 3339), set by
+	// `mysqlfleet join` when the member issued a time-bound token.
+	TokenExpirationAnnotation = "mysqlfleet.io/token-expiration"
 )
 
 // Labels on every object that mysqlfleet writes into a member. They name the hub object, so that member events

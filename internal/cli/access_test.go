@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +159,7 @@ func TestJoinOptions(t *testing.T) {
 	o.Namespaces = []string{"shop", " billing", "shop", ""}
 	g.Expect(o.complete()).To(Succeed())
 	g.Expect(o.Namespaces).To(Equal([]string{"billing", "shop"}))
-	g.Expect(o.registration("mysqlfleet-system").Annotations).To(HaveKeyWithValue(NamespacesAnnotation, "billing,shop"))
+	g.Expect(o.registration("mysqlfleet-system").Annotations).To(HaveKeyWithValue(v1alpha1.NamespacesAnnotation, "billing,shop"))
 
 	labels, err := ParseLabels([]string{"tier=gold", "empty="})
 	g.Expect(err).NotTo(HaveOccurred())

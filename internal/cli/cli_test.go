@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,8 +199,8 @@ func testJoin(e *env, t *testing.T) {
 		v1alpha1.MemberSecretLabel: "true", v1alpha1.CloudLabel: "aws", v1alpha1.RegionLabel: "eu-west-1", "tier": "gold",
 	}))
 	g.Expect(s.Annotations).To(HaveKeyWithValue(v1alpha1.StorageClassAnnotation, "gp3-fast"))
-	g.Expect(s.Annotations).To(HaveKeyWithValue(cli.TokenExpirationAnnotation, res.TokenExpiration.Format(time.RFC3339)))
-	g.Expect(s.Annotations).NotTo(HaveKey(cli.NamespacesAnnotation))
+	g.Expect(s.Annotations).To(HaveKeyWithValue(v1alpha1.TokenExpirationAnnotation, res.TokenExpiration.Format(time.RFC3339)))
+	g.Expect(s.Annotations).NotTo(HaveKey(v1alpha1.NamespacesAnnotation))
 	facts, err := placement.MemberFromSecret(s)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(facts.StorageClassOverride).To(Equal("gp3-fast"))
@@ -448,8 +449,8 @@ func testConfinedJoin(e *env, t *testing.T) {
 	g.Expect(out.String()).To(ContainSubstring("kube-root-ca.crt"))
 
 	s := e.registration(t, gcpMember)
-	g.Expect(s.Annotations).To(HaveKeyWithValue(cli.NamespacesAnnotation, "billing,shop"))
-	g.Expect(s.Annotations).NotTo(HaveKey(cli.TokenExpirationAnnotation))
+	g.Expect(s.Annotations).To(HaveKeyWithValue(v1alpha1.NamespacesAnnotation, "billing,shop"))
+	g.Expect(s.Annotations).NotTo(HaveKey(v1alpha1.TokenExpirationAnnotation))
 	reg, err := clientcmd.Load(s.Data[v1alpha1.KubeconfigKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, c := range reg.Clusters {
@@ -486,13 +487,16 @@ func testConfinedJoin(e *env, t *testing.T) {
 	res, err = cli.Join(ctx, e.hubIn(""), o, &out)
 	g.Expect(err).NotTo(HaveOccurred(), out.String())
 	g.Expect(res.TokenSource).To(Equal(cli.TokenReused))
-	g.Expect(e.registration(t, gcpMember).Annotations).To(HaveKeyWithValue(cli.NamespacesAnnotation, "shop"))
+	g.Expect(e.registration(t, gcpMember).Annotations).To(HaveKeyWithValue(v1alpha1.NamespacesAnnotation, "shop"))
 	_, err = member.RbacV1().Roles("billing").Get(ctx, cli.RoleName, metav1.GetOptions{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Role in billing: %v", err)
 	_, err = member.RbacV1().RoleBindings("billing").Get(ctx, cli.RoleName, metav1.GetOptions{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding in billing: %v", err)
 	g.Expect(allowed(t, member, access{verb: "create", resource: "configmaps", namespace: "billing"})).To(BeFalse())
 	g.Expect(allowed(t, member, access{verb: "create", resource: "configmaps", namespace: "shop"})).To(BeTrue())
+
+	// The manager serves the confined member in its namespace and refuses the others.
+	managerInConfinedMember(e, t)
 
 	// unjoin removes the Roles too.
 	out.Reset()
@@ -751,18 +755,24 @@ current-context: c
 	}
 }
 
-func testManagerWithJoinedMember(e *env, t *testing.T) {
+// runManager runs the hub manager in-process for the rest of the test; its log is shown if the test fails.
+func runManager(e *env, t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	logPath := filepath.Join(t.TempDir(), "manager.log")
-	logFile, err := os.Create(logPath)
-	g.Expect(err).NotTo(HaveOccurred())
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	// controller-runtime takes its logger once per process, so every manager of this test binary logs here.
+	managerLogOnce.Do(func() {
+		f, err := os.CreateTemp("", "mysqlfleet-cli-manager-*.log")
+		if err != nil {
+			panic(err)
+		}
+		managerLogPath = f.Name()
+		ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.UseDevMode(true)))
+	})
+	logPath := managerLogPath
 	mgr, err := manager.New(e.fleet.Hub.Config, manager.Options{
-		Namespace: fleetNS, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		Namespace: fleetNS, MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipControllerNameValidation: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	mgrCtx, cancel := context.WithCancel(ctx)
+	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -770,7 +780,7 @@ func testManagerWithJoinedMember(e *env, t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		<-stopped
 		if t.Failed() {
@@ -780,7 +790,13 @@ func testManagerWithJoinedMember(e *env, t *testing.T) {
 			}
 			t.Logf("manager log (tail):\n%s", data)
 		}
-	}()
+	})
+}
+
+func testManagerWithJoinedMember(e *env, t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	runManager(e, t)
 
 	// Every kind the manager writes: a backup to a PVC adds the CronJob and the backup PersistentVolumeClaim.
 	c := newCluster("inventory", "stock", awsMember)
@@ -919,3 +935,38 @@ func testUnjoin(e *env, t *testing.T) {
 }
 
 func get[T any](_ T, err error) error { return err }
+
+// A member joined with --namespaces is served in those namespaces, with a cache confined to them, and a
+// MySQLCluster from another namespace is reported as not placeable there instead of failing the member.
+func managerInConfinedMember(e *env, t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	runManager(e, t)
+	inside := newCluster("shop", "carts", gcpMember)
+	outside := newCluster("elsewhere", "carts", gcpMember)
+	for _, c := range []*v1alpha1.MySQLCluster{inside, outside} {
+		e.createNamespace(t, c.Namespace)
+		g.Expect(e.hub.Create(ctx, c)).To(Succeed())
+	}
+	member := e.members[gcpMember]
+	g.Eventually(func() error {
+		_, err := member.AppsV1().StatefulSets("shop").Get(ctx, inside.StatefulSetName(), metav1.GetOptions{})
+		return err
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var got v1alpha1.MySQLCluster
+		g.Expect(e.hub.Get(ctx, client.ObjectKeyFromObject(outside), &got)).To(Succeed())
+		g.Expect(got.Status.Members).To(HaveLen(1))
+		applied := meta.FindStatusCondition(got.Status.Members[0].Conditions, v1alpha1.MemberConditionApplied)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Reason).To(Equal(v1alpha1.ReasonNamespaceNotAllowed))
+		g.Expect(applied.Message).To(ContainSubstring("allows only namespaces shop, not elsewhere"))
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	_, err := member.AppsV1().StatefulSets("elsewhere").Get(ctx, outside.StatefulSetName(), metav1.GetOptions{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}
+
+var (
+	managerLogOnce sync.Once
+	managerLogPath string
+)

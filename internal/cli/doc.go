@@ -28,13 +28,6 @@ const (
 	// TokenSecretName is the ServiceAccount's long-lived token Secret. A TokenRequest token, used where no token
 	// controller fills this Secret, is bound to it, so that deleting the Secret revokes either kind of token.
 	TokenSecretName = "mysqlfleet-member-token"
-
-	// NamespacesAnnotation on a registration Secret lists the only namespaces the member's credential may use
-	// (comma separated, sorted). join sets it with --namespaces; the manager does not read it yet.
-	NamespacesAnnotation = "mysqlfleet.io/namespaces"
-	// TokenExpirationAnnotation on a registration Secret is when its TokenRequest token expires (RFC 3339). It is
-	// absent for a long-lived token from a token Secret.
-	TokenExpirationAnnotation = "mysqlfleet.io/token-expiration"
 )
 
 // Labels on every object join writes into a member, so that unjoin (and a later join, pruning Roles of

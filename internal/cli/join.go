@@ -162,7 +162,7 @@ func (o *JoinOptions) registration(namespace string) *corev1.Secret {
 		annotations[v1alpha1.StorageClassAnnotation] = o.StorageClass
 	}
 	if len(o.Namespaces) > 0 {
-		annotations[NamespacesAnnotation] = strings.Join(o.Namespaces, ",")
+		annotations[v1alpha1.NamespacesAnnotation] = strings.Join(o.Namespaces, ",")
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: labels, Annotations: annotations},
@@ -240,7 +240,7 @@ func Join(ctx context.Context, hub Hub, opts JoinOptions, out io.Writer) (*JoinR
 	}
 
 	if tok.expires != nil {
-		reg.Annotations[TokenExpirationAnnotation] = tok.expires.UTC().Format(time.RFC3339)
+		reg.Annotations[v1alpha1.TokenExpirationAnnotation] = tok.expires.UTC().Format(time.RFC3339)
 	}
 	ac := corev1ac.Secret(reg.Name, reg.Namespace).WithLabels(reg.Labels).WithType(reg.Type).
 		WithData(map[string][]byte{v1alpha1.KubeconfigKey: data})
@@ -260,9 +260,7 @@ func Join(ctx context.Context, hub Hub, opts JoinOptions, out io.Writer) (*JoinR
 	}
 	say(out, "hub: registration Secret %s/%s %s (cloud %s, region %s)\n", reg.Namespace, reg.Name, verb, opts.Cloud, opts.Region)
 	if len(opts.Namespaces) > 0 {
-		say(out, "note: the manager's access to %s is confined to namespaces %s; a manager that does not yet read the %s\n"+
-			"  annotation lists and watches cluster-wide and will report this member unreachable\n",
-			opts.Name, strings.Join(opts.Namespaces, ","), NamespacesAnnotation)
+		say(out, "note: the manager places databases on %s only from namespaces %s\n", opts.Name, strings.Join(opts.Namespaces, ","))
 	}
 	return &JoinResult{Secret: written, TokenSource: tok.source, TokenExpiration: tok.expires}, nil
 }

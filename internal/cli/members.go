@@ -80,8 +80,8 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 		*v = MemberView{
 			Name: s.Name, Cloud: s.Labels[v1alpha1.CloudLabel], Region: s.Labels[v1alpha1.RegionLabel],
 			StorageClass:    s.Annotations[v1alpha1.StorageClassAnnotation],
-			Namespaces:      s.Annotations[NamespacesAnnotation],
-			TokenExpiration: s.Annotations[TokenExpirationAnnotation],
+			Namespaces:      s.Annotations[v1alpha1.NamespacesAnnotation],
+			TokenExpiration: s.Annotations[v1alpha1.TokenExpirationAnnotation],
 		}
 		if _, err := placement.MemberFromSecret(s); err != nil {
 			v.Invalid = err.Error()

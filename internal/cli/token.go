@@ -38,7 +38,7 @@ func (j *joiner) token(ctx context.Context, previous *corev1.Secret) (token, err
 			if err == nil {
 				say(j.out, "token: kept the registered token; it still authenticates as %s (--rotate-token replaces it)\n", serviceAccountUser)
 				t := token{value: old, source: TokenReused}
-				if exp, err := time.Parse(time.RFC3339, previous.Annotations[TokenExpirationAnnotation]); err == nil {
+				if exp, err := time.Parse(time.RFC3339, previous.Annotations[v1alpha1.TokenExpirationAnnotation]); err == nil {
 					t.expires = &exp
 				}
 				return t, nil

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -211,7 +212,9 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 	facts, factErr := placement.MemberFromSecret(&secret)
 	data := secret.Data[v1alpha1.KubeconfigKey]
-	hash := sha256.Sum256(data)
+	// The namespaces a member allows shape its cache, so a change to them rebuilds the cluster like a new
+	// kubeconfig does.
+	hash := sha256.Sum256(append(append([]byte{}, data...), strings.Join(facts.Namespaces, ",")...))
 	hashStr := hex.EncodeToString(hash[:])
 
 	p.mu.Lock()
@@ -246,7 +249,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		p.changed(name)
 		return ctrl.Result{}, nil // nothing to retry until the Secret changes
 	}
-	if err := p.engage(ctx, name, hashStr, cfg, log); err != nil {
+	if err := p.engage(ctx, name, hashStr, cfg, facts.Namespaces, log); err != nil {
 		backoff := p.setErr(name, hashStr, err)
 		if !errors.Is(err, ErrUnreachable) || backoff == initialBackoff {
 			p.event(&secret, corev1.EventTypeWarning, "MemberUnreachable", err.Error())
@@ -267,13 +270,21 @@ const (
 )
 
 // engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
-func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, log logr.Logger) error {
+func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, namespaces []string, log logr.Logger) error {
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.Logger = log
 		// Only objects mysqlfleet manages are cached, so memory does not grow with what else runs in members.
 		o.Cache = cache.Options{DefaultLabelSelector: managed}
+		// A member that allows only some namespaces (mysqlfleet join --namespaces) is watched there only: its
+		// credential may not list the namespaced kinds cluster-wide.
+		if len(namespaces) > 0 {
+			o.Cache.DefaultNamespaces = map[string]cache.Config{}
+			for _, ns := range namespaces {
+				o.Cache.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("building client for member %s: %w", name, err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -48,6 +49,10 @@ type Options struct {
 	MemberTimeout time.Duration
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
 	DeletionTimeout time.Duration
+
+	// SkipControllerNameValidation lets one process build several managers, one after another (tests):
+	// controller-runtime otherwise refuses a controller name it has seen, for the sake of its metrics.
+	SkipControllerNameValidation bool
 }
 
 // Scheme holds the built-in kinds and the mysqlfleet API.
@@ -94,6 +99,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Registrations and credentials: Secrets are read in the manager's namespace only.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},

@@ -29,6 +29,8 @@ type Member struct {
 	Labels map[string]string
 	// StorageClassOverride is the registration Secret's storage class annotation; empty when not set.
 	StorageClassOverride string
+	// Namespaces are the only namespaces the member's credential may use, sorted; nil means every namespace.
+	Namespaces []string
 }
 
 // MemberFromSecret reads a member registration Secret. It refuses a Secret that is not labelled as a registration,
@@ -57,6 +59,19 @@ func MemberFromSecret(s *corev1.Secret) (Member, error) {
 		return Member{}, fmt.Errorf("member %s: label %s=%q is not a known cloud; use aws, azure or gcp",
 			s.Name, v1alpha1.CloudLabel, cloud)
 	}
+	var namespaces []string
+	if v := strings.TrimSpace(s.Annotations[v1alpha1.NamespacesAnnotation]); v != "" {
+		for _, ns := range strings.Split(v, ",") {
+			ns = strings.TrimSpace(ns)
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return Member{}, fmt.Errorf("member %s: annotation %s: %q is not a namespace name: %s",
+					s.Name, v1alpha1.NamespacesAnnotation, ns, strings.Join(errs, "; "))
+			}
+			namespaces = append(namespaces, ns)
+		}
+		slices.Sort(namespaces)
+		namespaces = slices.Compact(namespaces)
+	}
 	lbls := make(map[string]string, len(s.Labels))
 	for k, v := range s.Labels {
 		lbls[k] = v
@@ -67,6 +82,7 @@ func MemberFromSecret(s *corev1.Secret) (Member, error) {
 		Region:               s.Labels[v1alpha1.RegionLabel],
 		Labels:               lbls,
 		StorageClassOverride: s.Annotations[v1alpha1.StorageClassAnnotation],
+		Namespaces:           namespaces,
 	}, nil
 }
 
@@ -111,4 +127,9 @@ func Resolve(p v1alpha1.Placement, members []Member) (selected []Member, unknown
 	slices.SortFunc(selected, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(unknown)
 	return selected, unknown, nil
+}
+
+// AllowsNamespace tells whether the member's credential may be used in namespace ns.
+func (m Member) AllowsNamespace(ns string) bool {
+	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
