@@ -48,8 +48,9 @@ fmt: ## Run gofmt on the code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the e2e suite too).
 	go vet ./...
+	go vet -tags e2e ./e2e/...
 
 .PHONY: lint
 lint: $(BIN)/golangci-lint ## Run golangci-lint (pinned), plus gofmt.
@@ -63,9 +64,10 @@ test-tools:
 	hack/tools.sh $(TEST_TOOLS) controller-gen
 
 .PHONY: test
-test: test-tools check-generate vet ## Build tools, check generated files, vet, and run every test against real API servers.
+test: test-tools check-generate vet ## Build tools, check generated files, vet, run every test against real API servers, then e2e.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-e2e
 
 .PHONY: test-e2e
 test-e2e: test-tools ## Run the multi-cluster e2e suite (Ginkgo) on the local fleet from clusters/.
@@ -82,6 +84,7 @@ helm-lint: ## Lint and render the chart with the pinned helm (go test ./charts/.
 .PHONY: build
 build: ## Build the manager and the CLI into ./bin.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
 
 .PHONY: run
 run: build ## Run the manager against the hub in $KUBECONFIG.
@@ -103,8 +106,10 @@ bench: test-tools ## Run the fleet benchmark (hub + 10 members, 100 MySQLCluster
 ##@ Fleet
 
 .PHONY: demo
-demo: test-tools ## Start the local fleet from clusters/ (hub plus members) and print it.
+demo: test-tools ## The main job: local fleet, chart and manager on the hub, members joined, a MySQLCluster on 3 clouds, the fleet view.
+	hack/tools.sh kubectl
 	go build -o $(BIN)/fleet ./hack/fleet
+	go build -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
 	$(BIN)/fleet up
 
 .PHONY: demo-down

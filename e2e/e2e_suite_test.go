@@ -20,9 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
 
@@ -37,7 +37,7 @@ var (
 	hubClient client.Client
 	members   map[string]*Cluster
 	clients   map[string]client.Client
-	managers  []*managerProcess
+	managers  []*localfleet.Process
 	workDir   string
 )
 
@@ -67,20 +67,30 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(err).NotTo(HaveOccurred())
 	}
 
-	By("installing mysqlfleet on the hub")
-	managerKubeconfig := installOnHub(ctx)
+	By("installing the chart on the hub with helm")
+	Expect(localfleet.InstallChart(hub.KubeconfigPath, filepath.Join("..", "charts", "mysqlfleet"), namespace, release, nil)).To(Succeed())
 
-	By("starting two manager replicas with leader election")
-	bin, err := buildManager(workDir)
+	By("starting two manager replicas with the chart's ServiceAccount and leader election")
+	// The hub of the local fleet runs no Pods, so the replicas of the chart's Deployment run as processes,
+	// authenticated as the chart's ServiceAccount: the chart's RBAC is what they are allowed.
+	kc, err := localfleet.ServiceAccountKubeconfig(ctx, hub.Config, namespace, release, 2*time.Hour)
+	Expect(err).NotTo(HaveOccurred())
+	kcPath := filepath.Join(workDir, "manager.kubeconfig")
+	Expect(os.WriteFile(kcPath, kc, 0o600)).To(Succeed())
+	bin, err := localfleet.Build("..", "./cmd/manager", workDir)
 	Expect(err).NotTo(HaveOccurred())
 	for _, name := range []string{"manager-a", "manager-b"} {
-		p, err := startManager(bin, name, managerKubeconfig, namespace, workDir)
+		p, err := localfleet.StartManager(bin, name, workDir,
+			"--kubeconfig="+kcPath, "--namespace="+namespace, "--leader-elect=true",
+			"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--member-health-interval=1s",
+			"--member-timeout=5s", "--deletion-timeout=20s")
 		Expect(err).NotTo(HaveOccurred())
 		managers = append(managers, p)
 	}
 	DeferCleanup(func() {
 		for _, p := range managers {
-			p.kill()
+			p.Kill()
 		}
 	})
 
@@ -120,7 +130,7 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		AddReportEntry("member "+name, strings.Join(out, "\n"))
 	}
 	for _, p := range managers {
-		AddReportEntry("log of "+p.name, p.tail(30000))
+		AddReportEntry("log of "+p.Name, p.Tail(30000))
 	}
 })
 
@@ -133,18 +143,4 @@ func registerMember(ctx context.Context, name, cloud, region string, kubeconfig 
 		Data: map[string][]byte{v1alpha1.KubeconfigKey: kubeconfig},
 	}
 	return hubClient.Create(ctx, s)
-}
-
-// installOnHub installs what the chart installs and returns the kubeconfig the manager replicas use.
-func installOnHub(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	Expect(hubClient.Create(ctx, ns)).To(Succeed())
-	crds := filepath.Join("..", "config", "crd", "bases")
-	Expect(applyCRDs(ctx, crds)).To(Succeed())
-	return hub.KubeconfigPath
-}
-
-func applyCRDs(_ context.Context, dir string) error {
-	_, err := envtest.InstallCRDs(hub.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
-	return err
 }

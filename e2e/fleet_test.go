@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 )
 
 var classes = map[string]string{"aws-eu-west-1": "gp3", "azure-westeurope": "managed-csi", "gcp-us-central1": "pd-ssd"}
@@ -136,13 +137,13 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 	})
 
 	It("fails over to the standby replica when the leader dies", func(ctx SpecContext) {
-		var leader, standby *managerProcess
+		var leader, standby *localfleet.Process
 		Eventually(func() int {
 			leader, standby = nil, nil
 			for _, p := range managers {
-				if p.running() && p.isLeader() {
+				if p.Running() && p.IsLeader() {
 					leader = p
-				} else if p.running() {
+				} else if p.Running() {
 					standby = p
 				}
 			}
@@ -151,9 +152,9 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 			}
 			return 1
 		}).WithTimeout(time.Minute).Should(Equal(1))
-		leader.kill()
+		leader.Kill()
 		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 1 })
-		Eventually(standby.isLeader).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(standby.IsLeader).WithTimeout(time.Minute).Should(BeTrue())
 		c := eventuallyReady(ctx, key)
 		Expect(c.Status.ReadyReplicas).To(Equal("3/3"))
 	})

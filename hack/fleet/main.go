@@ -1,13 +1,16 @@
-// Command fleet runs the local fleet from clusters/ on this machine: a hub and its members, each a real
-// control plane with fake nodes (kwok) and a storage provisioner, so workloads run. It is what `make demo` and
-// `make demo-down` call.
+// Command fleet runs mysqlfleet on a local fleet from clusters/: a hub and its members, each a real control plane
+// with fake nodes (kwok) and a storage provisioner, so workloads run. It is what `make demo` and `make demo-down`
+// call.
 //
-//	fleet up     start the fleet in the background (a supervisor process), wait until it is ready, print it
+//	fleet up     start the fleet and mysqlfleet in the background (a supervisor process): the chart installed on
+//	             the hub with helm, two manager replicas with the chart's ServiceAccount and leader election;
+//	             then, as a user would, join every member with `mysqlfleet join`, apply the sample MySQLCluster
+//	             placed on aws, azure and gcp, wait until it is Ready and print the fleet view
 //	fleet down   stop the supervisor, which stops every process, and remove the fleet's directory
-//	fleet status print the fleet
+//	fleet status print the fleet's clusters
 //
 // The supervisor owns the fleet's processes (they die with it) and runs each member's storage provisioner.
-// Kubeconfigs land in .fleet/<cluster>/kubeconfig.
+// Kubeconfigs land in .fleet/clusters/<cluster>/kubeconfig; manager logs in .fleet/manager-*.log.
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
@@ -105,7 +109,10 @@ func up(dir string) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 		if _, err := os.Stat(stateFile(dir)); err == nil {
-			return status(dir)
+			if err := status(dir); err != nil {
+				return err
+			}
+			return demo(dir)
 		}
 	}
 }
@@ -123,6 +130,15 @@ func serve(dir string) error {
 		return err
 	}
 	defer func() { _ = f.Stop() }()
+	replicas, err := startMysqlfleet(ctx, dir, f.Hub)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, p := range replicas {
+			p.Stop(10 * time.Second)
+		}
+	}()
 	var infos []clusterInfo
 	for _, c := range append([]*testfleet.Cluster{f.Hub}, f.Members...) {
 		infos = append(infos, clusterInfo{
@@ -198,4 +214,96 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+const (
+	managerNamespace = "mysqlfleet-system"
+	release          = "mysqlfleet"
+)
+
+// startMysqlfleet installs the chart on the hub and starts two manager replicas as the chart's ServiceAccount.
+// The local hub runs no Pods, so the replicas of the chart's Deployment run here as processes.
+func startMysqlfleet(ctx context.Context, dir string, hub *testfleet.Cluster) ([]*localfleet.Process, error) {
+	fmt.Println("installing the chart on the hub")
+	if err := localfleet.InstallChart(hub.KubeconfigPath, filepath.Join("charts", "mysqlfleet"), managerNamespace, release, nil); err != nil {
+		return nil, err
+	}
+	kc, err := localfleet.ServiceAccountKubeconfig(ctx, hub.Config, managerNamespace, release, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	kcPath := filepath.Join(dir, "manager.kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return nil, err
+	}
+	bin, err := localfleet.Build(".", "./cmd/manager", dir)
+	if err != nil {
+		return nil, err
+	}
+	var replicas []*localfleet.Process
+	for _, name := range []string{"manager-a", "manager-b"} {
+		p, err := localfleet.StartManager(bin, name, dir, "--kubeconfig="+kcPath, "--namespace="+managerNamespace,
+			"--leader-elect=true", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+		if err != nil {
+			return replicas, err
+		}
+		replicas = append(replicas, p)
+	}
+	return replicas, nil
+}
+
+// demo does what a user does once mysqlfleet runs: join the members, create a MySQLCluster across the three
+// clouds, wait for it, look at the fleet.
+func demo(dir string) error {
+	data, err := os.ReadFile(stateFile(dir))
+	if err != nil {
+		return err
+	}
+	var infos []clusterInfo
+	if err := json.Unmarshal(data, &infos); err != nil {
+		return err
+	}
+	var hub string
+	for _, c := range infos {
+		if c.Role == "hub" {
+			hub = c.Kubeconfig
+		}
+	}
+	for _, c := range infos {
+		if c.Role != "member" {
+			continue
+		}
+		// The local members run no token controller, so join falls back to a TokenRequest token at once.
+		if err := show("bin/mysqlfleet", "--kubeconfig", hub, "join", c.Name, "--member-kubeconfig", c.Kubeconfig,
+			"--cloud", c.Cloud, "--region", c.Region, "--token-wait=1s"); err != nil {
+			return err
+		}
+	}
+	kubectl := func(args ...string) error {
+		return show("bin/kubectl", append([]string{"--kubeconfig", hub}, args...)...)
+	}
+	sample := filepath.Join("config", "samples", "mysqlfleet.io_v1alpha1_mysqlcluster.yaml")
+	steps := [][]string{
+		{"apply", "--server-side", "-f", filepath.Join("hack", "fleet", "shop-namespace.yaml")},
+		{"apply", "--server-side", "-f", sample},
+		{"wait", "--for=condition=Ready", "mysqlclusters.mysqlfleet.io/orders", "-n", "shop", "--timeout=5m"},
+		{"get", "mysqlclusters.mysqlfleet.io", "-A", "-o", "wide"},
+	}
+	for _, s := range steps {
+		if err := kubectl(s...); err != nil {
+			return err
+		}
+	}
+	if err := show("bin/mysqlfleet", "--kubeconfig", hub, "members"); err != nil {
+		return err
+	}
+	return show("bin/mysqlfleet", "--kubeconfig", hub, "get", "-A")
+}
+
+// show runs a command as the user would type it, echoing it first.
+func show(name string, args ...string) error {
+	fmt.Printf("\n$ %s %s\n", name, strings.Join(args, " "))
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
 }
