@@ -12,7 +12,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout=30m
 IMG ?= mysqlfleet/manager:dev
 
 # Binaries a test run needs: control planes for hub and members, plus kwok for fake nodes.
-TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok
+TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl
 
 .DEFAULT_GOAL := help
 

@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 
+	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,6 +40,8 @@ type Definition struct {
 	// Labels are extra facts about a member, set on its registration Secret for memberSelector.
 	Labels         map[string]string `json:"labels,omitempty"`
 	StorageClasses []StorageClass    `json:"storageClasses,omitempty"`
+	// Kind is the cluster's kind configuration (kind.x-k8s.io/v1alpha4 Cluster), for fleets of kind clusters.
+	Kind *kindv1alpha4.Cluster `json:"kind,omitempty"`
 }
 
 // StorageClassNames lists the names of the classes the cluster offers.
@@ -71,6 +74,9 @@ func All() ([]Definition, error) {
 		}
 		if d.Role != RoleHub && d.Role != RoleMember {
 			return nil, fmt.Errorf("clusters/%s: role must be hub or member, not %q", e, d.Role)
+		}
+		if d.Kind != nil && d.Kind.Name != d.Name {
+			return nil, fmt.Errorf("clusters/%s: kind cluster name %q must be the cluster's name", e, d.Kind.Name)
 		}
 		defs = append(defs, d)
 	}

@@ -21,4 +21,12 @@ func TestFleetDefinitions(t *testing.T) {
 	g.Expect(clouds["aws"]).To(ContainElement("gp3"))
 	g.Expect(clouds["azure"]).To(ContainElements("managed-csi", "managed-premium"))
 	g.Expect(clouds["gcp"]).To(ContainElements("pd-ssd", "standard-rwo"))
+
+	// Every cluster can also be a kind cluster, with a kind configuration of its own name.
+	for _, d := range append(members, hub) {
+		g.Expect(d.Kind).NotTo(BeNil(), d.Name)
+		g.Expect(d.Kind.Kind).To(Equal("Cluster"), d.Name)
+		g.Expect(d.Kind.APIVersion).To(Equal("kind.x-k8s.io/v1alpha4"), d.Name)
+		g.Expect(d.Kind.Nodes).NotTo(BeEmpty(), d.Name)
+	}
 }

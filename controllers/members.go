@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,12 +91,15 @@ func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope)
 			mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
 			defer cancel()
 			mctx = ctrl.LoggerInto(mctx, ctrl.LoggerFrom(ctx).WithValues("member", m.Name))
+			mctx = context.WithValue(mctx, memberKey{}, m.Name)
 			s.members[i] = r.reconcileMember(mctx, s, m)
 		}()
 	}
 	wg.Wait()
 	for i := range s.members {
-		if p := s.members[i].Phase; p == v1alpha1.PhaseUnreachable || p == v1alpha1.PhaseDegraded {
+		// A member the registry knows is unreachable needs no retry: its health probe requeues every
+		// MySQLCluster when it answers again. Retrying here would only turn an outage into a storm of reconciles.
+		if p := s.members[i].Phase; p == v1alpha1.PhaseDegraded || (p == v1alpha1.PhaseUnreachable && s.placed[i].Err == nil) {
 			s.retry = true
 		}
 	}
@@ -167,19 +172,23 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		}
 	}
 	st.Plan = nil
-	for _, obj := range objs.All() {
-		kind, name, action, err := a.apply(ctx, obj)
-		if err != nil {
-			applies.WithLabelValues(m.Name, kind, "error").Inc()
-			return r.memberError(st, setCond, fail, m.Name, fmt.Errorf("failed to apply %s %s/%s in member %s: %w", kind, c.Namespace, name, m.Name, err))
-		}
-		if action != ActionUnchanged && !c.Spec.Paused {
-			applies.WithLabelValues(m.Name, kind, action).Inc()
-			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", kind, "name", name, "action", action)
+	results, err := applyInWaves(ctx, a, objs)
+	for _, res := range results {
+		if res.action != "" && res.action != ActionUnchanged && !c.Spec.Paused {
+			applies.WithLabelValues(m.Name, res.kind, res.action).Inc()
+			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", res.kind, "name", res.name, "action", res.action)
 		}
 		if c.Spec.Paused {
-			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: kind, Name: name, Action: action})
+			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: res.kind, Name: res.name, Action: res.action})
 		}
+	}
+	if err != nil {
+		if isUnreachable(err) {
+			// Tell the registry at once, so that other reconciles skip this member instead of each waiting for
+			// it; its health probe brings it back when it answers again.
+			r.Fleet.ReportUnreachable(m.Name, err)
+		}
+		return r.memberError(st, setCond, fail, m.Name, err)
 	}
 	setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 	if c.Spec.Paused {
@@ -324,4 +333,58 @@ func previousMemberConditions(before *v1alpha1.MySQLClusterStatus, name string) 
 		}
 	}
 	return nil
+}
+
+type applyResult struct{ kind, name, action string }
+
+// applyInWaves applies a member's objects in three waves, each concurrently: the Namespace; then what the
+// workloads use (credentials, configuration, Services, disruption budget, backup volume); then the StatefulSet
+// and the backup CronJob. Within a wave nothing depends on anything else, and concurrency is what makes a member's
+// objects land in one round trip instead of nine.
+func applyInWaves(ctx context.Context, a applier, objs *render.Objects) ([]applyResult, error) {
+	all := objs.All()
+	results := make([]applyResult, len(all))
+	wave := func(idx []int) error {
+		errs := make([]error, len(idx))
+		var wg sync.WaitGroup
+		for j, i := range idx {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				kind, name, action, err := a.apply(ctx, all[i])
+				results[i] = applyResult{kind: kind, name: name, action: action}
+				if err != nil {
+					applies.WithLabelValues(memberOf(ctx), kind, "error").Inc()
+					errs[j] = fmt.Errorf("failed to apply %s %s: %w", kind, name, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	var first, second, third []int
+	for i, obj := range all {
+		switch obj.(type) {
+		case *corev1ac.NamespaceApplyConfiguration:
+			first = append(first, i)
+		case *appsv1ac.StatefulSetApplyConfiguration, *batchv1ac.CronJobApplyConfiguration:
+			third = append(third, i)
+		default:
+			second = append(second, i)
+		}
+	}
+	for _, w := range [][]int{first, second, third} {
+		if err := wave(w); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+type memberKey struct{}
+
+// memberOf is the member a reconcile context works in, for metrics.
+func memberOf(ctx context.Context) string {
+	name, _ := ctx.Value(memberKey{}).(string)
+	return name
 }

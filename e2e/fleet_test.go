@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -51,6 +52,21 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 			Expect(*sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(Equal(class), member)
 			Expect(sts.Status.ReadyReplicas).To(Equal(int32(1)), member)
 		}
+
+		By("looking at the fleet as a user does: kubectl get mysqlclusters.mysqlfleet.io -A")
+		out, err := exec.Command(filepath.Join("..", "bin", "kubectl"), "--kubeconfig", hub.KubeconfigPath,
+			"get", "mysqlclusters.mysqlfleet.io", "-A").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAMESPACE", "NAME", "READY", "MEMBERS", "REPLICAS", "PHASE", "AGE"}))
+		var row []string
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == key.Namespace && f[1] == key.Name {
+				row = f
+			}
+		}
+		Expect(row).To(HaveLen(7), string(out))
+		Expect(row[2:6]).To(Equal([]string{"True", "3/3", "3/3", "Ready"}))
 	})
 
 	It("runs a backup CronJob per member on staggered schedules, and its Job runs when triggered", func(ctx SpecContext) {

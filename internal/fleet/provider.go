@@ -521,3 +521,9 @@ func (p *Provider) setHealth(name string, err error) {
 	}
 	p.changed(name)
 }
+
+// ReportUnreachable marks an engaged member unreachable after a request to it failed without an answer, so that
+// reconciles skip it until its health probe sees it answer again.
+func (p *Provider) ReportUnreachable(name string, err error) {
+	p.setHealth(name, fmt.Errorf("%w: %v", ErrUnreachable, err))
+}

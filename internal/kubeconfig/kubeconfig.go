@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // ErrRefused is wrapped by every error about the content of a kubeconfig. Such a kubeconfig has to be fixed by
@@ -119,9 +120,20 @@ func RESTConfig(member string, data []byte, opts Options) (*rest.Config, error) 
 		UserAgent:          "mysqlfleet/" + member,
 		QPS:                opts.QPS,
 		Burst:              opts.Burst,
+		RateLimiter:        memberRateLimiter(opts),
 		Timeout:            opts.Timeout,
 		Dial:               dialer.DialContext,
 	}, nil
+}
+
+// memberRateLimiter is one token bucket for every client built from the member's config. With only QPS and
+// Burst set, client-go gives each REST client its own bucket, and controller-runtime makes one client per kind,
+// so the member would see several times the configured rate.
+func memberRateLimiter(o Options) flowcontrol.RateLimiter {
+	if o.QPS < 0 {
+		return nil // client-side rate limiting disabled, as with rest.Config
+	}
+	return flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst)
 }
 
 func (o Options) withDefaults() Options {

@@ -391,7 +391,9 @@ func TestRESTConfigMapsLikeClientcmd(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 
 			ours = rest.CopyConfig(ours)
-			ours.UserAgent, ours.QPS, ours.Burst, ours.Timeout, ours.Dial = "", 0, 0, 0, nil
+			g.Expect(ours.RateLimiter).NotTo(BeNil(), "one token bucket per member")
+			g.Expect(ours.RateLimiter.QPS()).To(BeNumerically("==", DefaultQPS))
+			ours.UserAgent, ours.QPS, ours.Burst, ours.Timeout, ours.Dial, ours.RateLimiter = "", 0, 0, 0, nil, nil
 			g.Expect(ours).To(Equal(theirs))
 		})
 	}
