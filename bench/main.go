@@ -227,7 +227,7 @@ func registrationSecret(m *testfleet.Cluster) *corev1.Secret {
 // setup starts the fleet and the manager and registers the members.
 func (b *bench) setup(ctx context.Context) error {
 	o := b.o
-	root, err := moduleRoot()
+	root, err := testfleet.ModuleRoot()
 	if err != nil {
 		return fmt.Errorf("finding the module root: %w", err)
 	}
@@ -338,24 +338,6 @@ func names(ms []*testfleet.Cluster) []string {
 		out = append(out, m.Name)
 	}
 	return out
-}
-
-// moduleRoot walks up from the working directory to go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
 }
 
 func host() Host {

@@ -167,7 +167,7 @@ func definitions(opts Options) (clusters.Definition, []clusters.Definition, erro
 // binDir finds the directory of the control-plane binaries.
 func binDir(dir string) (string, error) {
 	candidates := []string{dir, os.Getenv("MYSQLFLEET_BIN"), os.Getenv("KUBEBUILDER_ASSETS")}
-	if root, err := moduleRoot(); err == nil {
+	if root, err := ModuleRoot(); err == nil {
 		candidates = append(candidates, filepath.Join(root, "bin"))
 	}
 	for _, c := range candidates {
@@ -181,8 +181,8 @@ func binDir(dir string) (string, error) {
 	return "", errors.New("testfleet: kube-apiserver not found in $MYSQLFLEET_BIN, $KUBEBUILDER_ASSETS or ./bin: run `make test-tools`")
 }
 
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the directory holding go.mod.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
