@@ -84,10 +84,15 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	started := make([]*Cluster, len(defs))
 	errs := make([]error, len(defs))
 	var wg sync.WaitGroup
+	// A kube-apiserver's start is CPU-bound for seconds: starting a dozen at once on a small machine makes them
+	// all miss their start timeout, so a few start at a time.
+	slots := make(chan struct{}, startConcurrency)
 	for i, d := range defs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			c := &Cluster{Definition: d, Dir: filepath.Join(f.Dir, d.Name), bin: bin}
 			started[i] = c
 			crds := []string(nil)
@@ -142,6 +147,9 @@ func (f *Fleet) Stop() error {
 }
 
 const dirPrefix = "mysqlfleet-fleet-"
+
+// startConcurrency is how many clusters start at once.
+const startConcurrency = 4
 
 func definitions(opts Options) (clusters.Definition, []clusters.Definition, error) {
 	hub, members, err := clusters.Fleet()
