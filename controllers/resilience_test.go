@@ -110,13 +110,7 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	eventuallyReady(g, key)
 
 	azure := fleet.Member("azure-westeurope")
-	g.Expect(azure.StopAPIServer()).To(Succeed())
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = azure.StartAPIServer()
-		}
-	}()
+	restart := stopMember(t, azure)
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
 	for _, m := range []string{"aws-eu-west-1", "gcp-us-central1"} {
 		g.Eventually(func() int32 {
@@ -137,8 +131,7 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
 		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
 
-	g.Expect(azure.StartAPIServer()).To(Succeed())
-	restarted = true
+	restart()
 	got = eventuallyReady(g, key)
 	g.Expect(got.Status.ReadyReplicas).To(Equal("6/6"))
 	g.Expect(*statefulSet(g, "azure-westeurope", key).Spec.Replicas).To(Equal(int32(2)))
@@ -305,13 +298,7 @@ func TestDeletionWithUnreachableMember(t *testing.T) {
 	key := client.ObjectKeyFromObject(c)
 	eventuallyReady(g, key)
 	azure := fleet.Member("azure-westeurope")
-	g.Expect(azure.StopAPIServer()).To(Succeed())
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = azure.StartAPIServer()
-		}
-	}()
+	restart := stopMember(t, azure)
 	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "azure-westeurope").Phase },
 		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable))
 
@@ -331,8 +318,7 @@ func TestDeletionWithUnreachableMember(t *testing.T) {
 	}
 	g.Expect(notes).To(ContainElement(ContainSubstring("azure-westeurope")))
 
-	g.Expect(azure.StartAPIServer()).To(Succeed())
-	restarted = true
+	restart()
 	cs := kubernetes.NewForConfigOrDie(azure.Config)
 	_, err := cs.AppsV1().StatefulSets("deletion-down").Get(ctx, "db", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred(), "nothing is deleted blindly in a member that was unreachable")
@@ -390,4 +376,26 @@ func secretEventNote(g Gomega, name, reason string) string {
 		}
 	}
 	return ""
+}
+
+// stopMember stops a member's control plane for a test. The returned function brings it back and fails the test
+// if it cannot; if the test ends before calling it, the member is brought back anyway for the tests after it.
+func stopMember(t *testing.T, m *testfleet.Cluster) (restart func()) {
+	t.Helper()
+	if err := m.StopAPIServer(); err != nil {
+		t.Fatalf("stopping %s: %v", m.Name, err)
+	}
+	running := false
+	t.Cleanup(func() {
+		if !running {
+			_ = m.StartAPIServer()
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := m.StartAPIServer(); err != nil {
+			t.Fatalf("restarting %s: %v", m.Name, err)
+		}
+		running = true
+	}
 }
