@@ -25,14 +25,12 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -75,6 +73,11 @@ type State struct {
 	Engaged bool
 	// Err is why the member is not engaged: a refused kubeconfig, invalid facts, or an unreachable API server.
 	Err error
+	// Alive, set while the member is engaged and answers, is cancelled as soon as the member is found
+	// unreachable or leaves, with the reason as its cause. Work in flight there derives its context from it, so
+	// that when one request finds a partition every reconcile waiting on that member stops at once, instead of
+	// each waiting out its own deadline.
+	Alive context.Context
 }
 
 type member struct {
@@ -89,6 +92,26 @@ type member struct {
 	health rest.Interface
 	// attempted is true once a registration of the current Secret finished, whatever its outcome.
 	attempted bool
+	// alive is cancelled, with the reason, when the member is found unreachable or disengaged; a new one
+	// begins when it answers again.
+	alive context.Context
+	kill  context.CancelCauseFunc
+}
+
+// errDisengaged ends the alive context of a member whose cluster was stopped.
+var errDisengaged = errors.New("member disengaged")
+
+// revive starts a new alive context for an engaged member that answers. Callers hold p.mu.
+func (m *member) revive() {
+	m.alive, m.kill = context.WithCancelCause(context.Background())
+}
+
+// lose ends the member's alive context, if any, with the reason. Callers hold p.mu.
+func (m *member) lose(cause error) {
+	if m.kill != nil {
+		m.kill(cause)
+		m.kill = nil
+	}
 }
 
 // Provider is the member registry.
@@ -183,6 +206,9 @@ func (p *Provider) Members() []State {
 	out := make([]State, 0, len(p.members))
 	for name, m := range p.members {
 		s := State{Member: m.facts, Engaged: m.cl != nil, Err: m.err}
+		if m.cl != nil && m.err == nil {
+			s.Alive = m.alive
+		}
 		s.Name = name
 		if m.factErr != nil {
 			s.Err = m.factErr
@@ -271,20 +297,10 @@ const (
 
 // engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
 func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, namespaces []string, log logr.Logger) error {
-	managed := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.Logger = log
-		// Only objects mysqlfleet manages are cached, so memory does not grow with what else runs in members.
-		o.Cache = cache.Options{DefaultLabelSelector: managed}
-		// A member that allows only some namespaces (mysqlfleet join --namespaces) is watched there only: its
-		// credential may not list the namespaced kinds cluster-wide.
-		if len(namespaces) > 0 {
-			o.Cache.DefaultNamespaces = map[string]cache.Config{}
-			for _, ns := range namespaces {
-				o.Cache.DefaultNamespaces[ns] = cache.Config{}
-			}
-		}
+		o.Cache = memberCacheOptions(namespaces)
 	})
 	if err != nil {
 		return fmt.Errorf("building client for member %s: %w", name, err)
@@ -322,6 +338,7 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 		return fmt.Errorf("member %s changed during registration", name)
 	}
 	m.cl, m.cancel, m.hash, m.err, m.backoff = cl, cancel, hash, nil, 0
+	m.revive()
 	m.health, err = healthClient(cfg)
 	p.mu.Unlock()
 	if err != nil {
@@ -369,6 +386,7 @@ func (p *Provider) Start(ctx context.Context) error {
 		if m.cancel != nil {
 			m.cancel()
 		}
+		m.lose(errDisengaged)
 	}
 	return nil
 }
@@ -397,6 +415,7 @@ func (p *Provider) disengage(name string) {
 	defer p.mu.Unlock()
 	if m := p.members[name]; m != nil && m.cancel != nil {
 		m.cancel()
+		m.lose(errDisengaged)
 		m.cl, m.cancel, m.hash, m.health = nil, nil, "", nil
 	}
 }
@@ -408,6 +427,7 @@ func (p *Provider) remove(name string, log logr.Logger, why string) {
 		if m.cancel != nil {
 			m.cancel()
 		}
+		m.lose(errDisengaged)
 		delete(p.members, name)
 	}
 	p.mu.Unlock()
@@ -513,6 +533,11 @@ func (p *Provider) setHealth(name string, err error) {
 		return
 	}
 	m.err = err
+	if err != nil {
+		m.lose(err)
+	} else {
+		m.revive()
+	}
 	p.mu.Unlock()
 	if err != nil {
 		p.log.Info("Member stopped answering", "member", name, "err", err.Error())
