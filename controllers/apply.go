@@ -34,6 +34,9 @@ type applier struct {
 	c client.Client
 	// dryRun computes the action without writing (paused MySQLClusters).
 	dryRun bool
+	// member and echoes, when set, record each write so that its watch event is not taken for a change.
+	member string
+	echoes *echoes
 }
 
 // apply applies one object and returns its kind, name and the action taken (or, in dry run, that would be).
@@ -88,5 +91,12 @@ func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Cont
 	if a.dryRun {
 		return action, nil
 	}
-	return action, a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	if err := a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return action, err
+	}
+	if a.echoes != nil {
+		// The answer was decoded into desired: it now carries the version this apply wrote.
+		a.echoes.record(a.member, namespace, name, resourceVersionOf(desired))
+	}
+	return action, nil
 }

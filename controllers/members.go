@@ -91,6 +91,10 @@ func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope)
 			defer wg.Done()
 			mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
 			defer cancel()
+			if m.Alive != nil {
+				// Found unreachable by another reconcile: stop now rather than wait out the deadline.
+				defer context.AfterFunc(m.Alive, cancel)()
+			}
 			mctx = ctrl.LoggerInto(mctx, ctrl.LoggerFrom(ctx).WithValues("member", m.Name))
 			mctx = context.WithValue(mctx, memberKey{}, m.Name)
 			s.members[i] = r.reconcileMember(mctx, s, m)
@@ -158,7 +162,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonInvalidSpec, err)
 	}
 
-	a := applier{c: mc, dryRun: c.Spec.Paused}
+	a := applier{c: mc, dryRun: c.Spec.Paused, member: m.Name, echoes: &r.echoes}
 	if !c.Spec.Paused {
 		done, err := r.growStorage(ctx, mc, c)
 		if err != nil {
@@ -182,6 +186,9 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		if c.Spec.Paused {
 			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: res.kind, Name: res.name, Action: res.action})
 		}
+	}
+	if err != nil && m.Alive != nil && m.Alive.Err() != nil {
+		err = context.Cause(m.Alive) // stopped because the member was found unreachable meanwhile
 	}
 	if err != nil {
 		if isUnreachable(err) {

@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,13 +16,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
@@ -31,6 +36,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
 
 // MemberObjects are the kinds mysqlfleet writes into members and watches there. The fleet provider syncs their
@@ -59,7 +65,12 @@ type MySQLClusterReconciler struct {
 	// and their leftovers recorded. Default 5m.
 	DeletionTimeout time.Duration
 
-	memberChanged chan event.GenericEvent
+	// memberChanged wakes the handler that requeues the MySQLClusters on the members in changedMembers.
+	memberChanged  chan event.GenericEvent
+	changedMu      sync.Mutex
+	changedMembers map[string]bool
+	// echoes are the member writes of this manager whose watch events are not to be taken for changes.
+	echoes echoes
 }
 
 // +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
@@ -78,11 +89,12 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.DeletionTimeout == 0 {
 		r.DeletionTimeout = 5 * time.Minute
 	}
-	r.memberChanged = make(chan event.GenericEvent, 1024)
+	r.memberChanged = make(chan event.GenericEvent, 1)
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named("mysqlcluster").
 		For(&v1alpha1.MySQLCluster{},
-			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)).
+			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false),
+			mcbuilder.WithPredicates(intentChanged())).
 		// Several MySQLClusters reconcile at once, so that one waiting on a slow member holds up no other.
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			// Reconciles wait on member round trips, not CPU: more of them in flight converge a fleet faster.
@@ -90,51 +102,141 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			// multicluster-runtime's builder does not take the manager's default, so pass it on.
 			SkipNameValidation: mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
 		}).
-		WatchesRawSource(source.TypedChannel(r.memberChanged, handler.TypedEnqueueRequestsFromMapFunc(r.allClusters)))
+		WatchesRawSource(source.TypedChannel(r.memberChanged, handler.TypedFuncs[client.Object, mcreconcile.Request]{
+			GenericFunc: r.requeueChangedMembers,
+		}))
 	for _, obj := range MemberObjects() {
 		if _, ok := obj.(*corev1.Namespace); ok {
 			continue // shared by every MySQLCluster of a namespace; it carries no cluster labels
 		}
-		b = b.Watches(obj, toHubObject,
+		b = b.Watches(obj, r.memberEvents,
 			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true))
 	}
 	return b.Complete(r)
 }
 
-// MemberChanged requeues every MySQLCluster after a member registered, left, or changed its facts.
+// MemberChanged requeues the MySQLClusters placed on a member after it registered, left, or changed its facts
+// or its reachability. It never blocks: the member is noted, and one wake-up of the handler takes every member
+// noted by then.
 func (r *MySQLClusterReconciler) MemberChanged(member string) {
+	r.changedMu.Lock()
+	if r.changedMembers == nil {
+		r.changedMembers = map[string]bool{}
+	}
+	r.changedMembers[member] = true
+	r.changedMu.Unlock()
 	if r.memberChanged == nil {
-		return
+		return // not set up yet: the first wake-up after set-up takes this member too
 	}
 	select {
 	case r.memberChanged <- event.GenericEvent{Object: &corev1.Secret{}}:
-	default: // a requeue of everything is already pending
+	default: // a wake-up is pending and will take this member
 	}
 }
 
-func (r *MySQLClusterReconciler) allClusters(ctx context.Context, _ client.Object) []mcreconcile.Request {
+// requeueChangedMembers requeues the MySQLClusters on the members changed since its last call, at low priority:
+// a change of a member is a reason to look again at what is placed there, but MySQLClusters whose spec changed
+// (new ones above all) come first. When a member of a large fleet goes away, its hundreds of MySQLClusters then
+// update their status without holding up the placement of new ones.
+func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ event.TypedGenericEvent[client.Object],
+	q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+	r.changedMu.Lock()
+	changed := r.changedMembers
+	r.changedMembers = nil
+	r.changedMu.Unlock()
+	if len(changed) == 0 {
+		return
+	}
 	var list v1alpha1.MySQLClusterList
 	if err := r.Hub.List(ctx, &list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing MySQLClusters to requeue after a member change")
-		return nil
+		return
 	}
-	reqs := make([]mcreconcile.Request, 0, len(list.Items))
-	for _, c := range list.Items {
-		reqs = append(reqs, mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)}})
+	states := r.Fleet.Members()
+	facts := make([]placement.Member, 0, len(states))
+	for _, st := range states {
+		facts = append(facts, st.Member)
 	}
-	return reqs
+	for i := range list.Items {
+		if c := &list.Items[i]; placedOnAny(c, facts, changed) {
+			req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)}}
+			if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+}
+
+// placedOnAny tells whether a MySQLCluster is, or was last seen, on one of the members: its status lists one,
+// or its placement chooses or names one. A placement that cannot be resolved counts as placed everywhere.
+func placedOnAny(c *v1alpha1.MySQLCluster, facts []placement.Member, members map[string]bool) bool {
+	for _, m := range c.Status.Members {
+		if members[m.Name] {
+			return true
+		}
+	}
+	selected, unknown, err := placement.Resolve(c.Spec.Placement, facts)
+	if err != nil {
+		return true
+	}
+	for _, m := range selected {
+		if members[m.Name] {
+			return true
+		}
+	}
+	for _, name := range unknown {
+		if members[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// intentChanged passes the hub events that can change what a pass does: creation, deletion (which bumps the
+// generation too), a new generation (the spec), labels and annotations (force-detach). The manager's own status
+// and finalizer writes change none of them, so they do not come back as another pass.
+func intentChanged() predicate.Predicate {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{}, predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+			},
+			CreateFunc: func(event.CreateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})
+}
+
+// memberEvents maps events of objects in a member to the MySQLCluster on the hub named by their labels, except
+// the echoes of the manager's own applies there.
+func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	enqueue := handler.TypedEnqueueRequestsFromMapFunc(toHubObject)
+	member := string(name)
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			if !r.echoes.take(member, e.Object) {
+				enqueue.Create(ctx, e, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			if !r.echoes.take(member, e.ObjectNew) {
+				enqueue.Update(ctx, e, q)
+			}
+		},
+		DeleteFunc:  enqueue.Delete,
+		GenericFunc: enqueue.Generic,
+	}
 }
 
 // toHubObject maps an object in a member to the MySQLCluster on the hub named by its labels.
-func toHubObject(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []mcreconcile.Request {
-		l := obj.GetLabels()
-		ns, name := l[v1alpha1.ClusterNamespaceLabel], l[v1alpha1.ClusterNameLabel]
-		if ns == "" || name == "" || l[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
-			return nil
-		}
-		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}}
-	})
+func toHubObject(_ context.Context, obj client.Object) []mcreconcile.Request {
+	l := obj.GetLabels()
+	ns, name := l[v1alpha1.ClusterNamespaceLabel], l[v1alpha1.ClusterNameLabel]
+	if ns == "" || name == "" || l[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+		return nil
+	}
+	return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}}
 }
 
 // Reconcile brings every member of one MySQLCluster in line with its spec and reports what it found.
