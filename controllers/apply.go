@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,6 +38,8 @@ type applier struct {
 	// member and echoes, when set, record each write so that its watch event is not taken for a change.
 	member string
 	echoes *echoes
+	// verified, when set, lets a pass skip the Extract of an object whose version already held what it wants.
+	verified *verified
 }
 
 // apply applies one object and returns its kind, name and the action taken (or, in dry run, that would be).
@@ -73,17 +76,27 @@ func (a applier) apply(ctx context.Context, obj runtime.ApplyConfiguration) (kin
 func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a applier, desired AC, live O,
 	name, namespace string, extract func(O, string) (AC, error)) (string, error) {
 	action := ActionCreate
+	key := objectKey{a.member, reflect.TypeOf(live).Elem().Name(), namespace, name}
+	var digest uint64
+	if a.verified != nil {
+		digest = digestOf(desired)
+	}
 	err := a.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return "", err
+	case a.verified != nil && a.verified.holds(key, live.GetResourceVersion(), digest):
+		return ActionUnchanged, nil
 	default:
 		owned, err := extract(live, v1alpha1.FieldManager)
 		if err != nil {
 			return "", err
 		}
 		if equality.Semantic.DeepEqual(owned, desired) {
+			if a.verified != nil {
+				a.verified.set(key, live.GetResourceVersion(), digest)
+			}
 			return ActionUnchanged, nil
 		}
 		action = ActionUpdate
@@ -91,12 +104,20 @@ func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Cont
 	if a.dryRun {
 		return action, nil
 	}
-	if err := a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
-		return action, err
+	if a.echoes != nil {
+		a.echoes.begin(key)
+	}
+	err = a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	written := ""
+	if err == nil {
+		written = resourceVersionOf(desired) // the answer was decoded into desired
 	}
 	if a.echoes != nil {
-		// The answer was decoded into desired: it now carries the version this apply wrote.
-		a.echoes.record(a.member, namespace, name, resourceVersionOf(desired))
+		a.echoes.end(key, written)
 	}
-	return action, nil
+	if a.verified != nil {
+		// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
+		a.verified.set(key, written, digest)
+	}
+	return action, err
 }

@@ -71,6 +71,8 @@ type MySQLClusterReconciler struct {
 	changedMembers map[string]bool
 	// echoes are the member writes of this manager whose watch events are not to be taken for changes.
 	echoes echoes
+	// verified are the member object versions known to hold what mysqlfleet wants.
+	verified verified
 }
 
 // +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
@@ -215,16 +217,15 @@ func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ c
 	member := string(name)
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			if !r.echoes.take(member, e.Object) {
-				enqueue.Create(ctx, e, q)
-			}
+			r.echoes.filter(member, e.Object, func() { enqueue.Create(ctx, e, q) })
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			if !r.echoes.take(member, e.ObjectNew) {
-				enqueue.Update(ctx, e, q)
-			}
+			r.echoes.filter(member, e.ObjectNew, func() { enqueue.Update(ctx, e, q) })
 		},
-		DeleteFunc:  enqueue.Delete,
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			r.verified.forget(keyOf(member, e.Object))
+			enqueue.Delete(ctx, e, q)
+		},
 		GenericFunc: enqueue.Generic,
 	}
 }
