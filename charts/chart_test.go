@@ -181,8 +181,8 @@ func TestDefaults(t *testing.T) {
 		"--metrics-bind-address=:8080",
 		"--health-probe-bind-address=:8081",
 		"--allow-insecure-member-tls=false",
-		"--member-qps=50",
-		"--member-burst=100",
+		"--member-qps=200",
+		"--member-burst=400",
 	))
 	// Restricted Pod Security.
 	g.Expect(pod.SecurityContext).To(Equal(&corev1.PodSecurityContext{

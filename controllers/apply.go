@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"golang.org/x/sync/singleflight"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type applier struct {
 	echoes *echoes
 	// verified, when set, lets a pass skip the Extract of an object whose version already held what it wants.
 	verified *verified
+	// shared, when set, lets concurrent passes that want the same object in the same state share one apply:
+	// a Namespace is wanted by every MySQLCluster in it, and many of them are reconciled at once.
+	shared *singleflight.Group
 }
 
 // apply applies one object and returns its kind, name and the action taken (or, in dry run, that would be).
@@ -75,12 +79,25 @@ func (a applier) apply(ctx context.Context, obj runtime.ApplyConfiguration) (kin
 
 func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a applier, desired AC, live O,
 	name, namespace string, extract func(O, string) (AC, error)) (string, error) {
-	action := ActionCreate
 	key := objectKey{a.member, reflect.TypeOf(live).Elem().Name(), namespace, name}
 	var digest uint64
-	if a.verified != nil {
+	if a.verified != nil || a.shared != nil {
 		digest = digestOf(desired)
 	}
+	if a.shared == nil || a.dryRun || digest == 0 {
+		return applyOne(ctx, a, desired, live, key, digest, extract)
+	}
+	action, err, _ := a.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
+		return applyOne(ctx, a, desired, live, key, digest, extract)
+	})
+	return action.(string), err
+}
+
+// applyOne is applyTyped for one caller: read the object, compare, apply if needed.
+func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a applier, desired AC, live O,
+	key objectKey, digest uint64, extract func(O, string) (AC, error)) (string, error) {
+	namespace, name := key.namespace, key.name
+	action := ActionCreate
 	err := a.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live)
 	switch {
 	case apierrors.IsNotFound(err):

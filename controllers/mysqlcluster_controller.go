@@ -34,6 +34,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
@@ -73,6 +75,8 @@ type MySQLClusterReconciler struct {
 	echoes echoes
 	// verified are the member object versions known to hold what mysqlfleet wants.
 	verified verified
+	// shared merges concurrent applies of one object in one state (Namespaces shared by MySQLClusters).
+	shared singleflight.Group
 }
 
 // +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
