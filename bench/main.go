@@ -108,7 +108,7 @@ type bench struct {
 	// manager's member caches hold.
 	cached int
 	// relay sits between the manager and the partitioned member once that phase began.
-	relay   *blackhole
+	relay   *testfleet.Blackhole
 	res     *Results
 	profDir string
 	tmpDir  string
@@ -167,7 +167,7 @@ func run(ctx context.Context, o options) int {
 	}
 	b.obs.stop()
 	if b.relay != nil {
-		b.relay.close()
+		b.relay.Close()
 	}
 	if b.f != nil {
 		b.logf("stopping the fleet")

@@ -437,11 +437,11 @@ func (b *bench) partitioned(ctx context.Context, all []*testfleet.Cluster) {
 		b.fail("partitioned member", err)
 		return
 	}
-	if b.relay, err = newBlackhole(u.Host); err != nil {
+	if b.relay, err = testfleet.NewBlackhole(u.Host); err != nil {
 		b.fail("partitioned member", err)
 		return
 	}
-	kc, err := viaRelay(victim.Kubeconfig, b.relay.addr())
+	kc, err := testfleet.KubeconfigVia(victim.Kubeconfig, b.relay.Addr())
 	if err != nil {
 		b.fail("partitioned member", err)
 		return
@@ -458,7 +458,7 @@ func (b *bench) partitioned(ctx context.Context, all []*testfleet.Cluster) {
 		return
 	}
 	deadline := time.Now().Add(time.Minute)
-	for b.relay.connections() == 0 && time.Now().Before(deadline) {
+	for b.relay.Connections() == 0 && time.Now().Before(deadline) {
 		_ = sleep(ctx, 100*time.Millisecond)
 	}
 	if err := b.mgr.waitEngaged(ctx, []string{victim.Name}, 2*time.Minute); err != nil {
@@ -473,10 +473,10 @@ func (b *bench) partitioned(ctx context.Context, all []*testfleet.Cluster) {
 		return
 	}
 	b.logf("partitioned member: blackholing %s", victim.Name)
-	b.relay.drop(true)
+	b.relay.Drop(true)
 	b.outage(ctx, "partitioned", g, all, victim, out)
 	b.logf("partitioned member: healing %s", victim.Name)
-	b.relay.drop(false)
+	b.relay.Drop(false)
 	b.recover(ctx, g, victim, time.Now(), out)
 }
 

@@ -193,9 +193,9 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	}
 	if err != nil {
 		if isUnreachable(err) {
-			// Tell the registry at once, so that other reconciles skip this member instead of each waiting for
-			// it; its health probe brings it back when it answers again.
-			r.Fleet.ReportUnreachable(m.Name, err)
+			// Have the registry probe it now: if it is gone, every reconcile waiting there stops at once and
+			// later ones skip it until its health probe sees it answer again.
+			r.Fleet.Suspect(m.Name)
 		}
 		return r.memberError(st, setCond, fail, m.Name, err)
 	}

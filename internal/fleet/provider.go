@@ -61,6 +61,12 @@ type Options struct {
 	// HealthInterval is how often every engaged member's /readyz is probed. A member that stops answering
 	// sends no events, so without the probe nothing would notice it until the next change. Default 10s.
 	HealthInterval time.Duration
+	// SuspectAfter is how long requests to a member may wait with no answer at all before the member is probed
+	// at once, rather than at the next health interval. Default 1s.
+	SuspectAfter time.Duration
+	// SuspectProbeTimeout bounds that probe; a member that does not answer it is unreachable. /readyz is exempt
+	// from API Priority and Fairness, so a member that is only busy answers it quickly. Default 3s.
+	SuspectProbeTimeout time.Duration
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.
 	OnChange func(member string)
@@ -90,6 +96,9 @@ type member struct {
 	backoff time.Duration
 	// health probes the member's /readyz; set while engaged.
 	health rest.Interface
+	// traffic sees the requests to the member; probing is true while a probe of it is under way.
+	traffic *traffic
+	probing bool
 	// attempted is true once a registration of the current Secret finished, whatever its outcome.
 	attempted bool
 	// alive is cancelled, with the reason, when the member is found unreachable or disengaged; a new one
@@ -151,6 +160,12 @@ func New(opts Options) *Provider {
 	}
 	if opts.HealthInterval == 0 {
 		opts.HealthInterval = 10 * time.Second
+	}
+	if opts.SuspectAfter == 0 {
+		opts.SuspectAfter = time.Second
+	}
+	if opts.SuspectProbeTimeout == 0 {
+		opts.SuspectProbeTimeout = 3 * time.Second
 	}
 	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{}}
 }
@@ -315,6 +330,9 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 	p.mu.RUnlock()
 
 	clusterCtx, cancel := context.WithCancel(p.baseContext(ctx))
+	tr := &traffic{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(tr.wrap)
 	go func() {
 		if err := cl.Start(clusterCtx); err != nil {
 			log.Error(err, "Member cluster stopped")
@@ -337,7 +355,7 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 		cancel()
 		return fmt.Errorf("member %s changed during registration", name)
 	}
-	m.cl, m.cancel, m.hash, m.err, m.backoff = cl, cancel, hash, nil, 0
+	m.cl, m.cancel, m.hash, m.err, m.backoff, m.traffic = cl, cancel, hash, nil, 0, tr
 	m.revive()
 	m.health, err = healthClient(cfg)
 	p.mu.Unlock()
@@ -372,12 +390,16 @@ func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Unlock()
 	t := time.NewTicker(p.opts.HealthInterval)
 	defer t.Stop()
+	silence := time.NewTicker(p.opts.SuspectAfter / 2)
+	defer silence.Stop()
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-t.C:
-			p.probe(ctx)
+			go p.probe(ctx) // a member that does not answer must not hold up the silence checks
+		case now := <-silence.C:
+			p.suspectSilent(now)
 		}
 	}
 	p.mu.Lock()
@@ -416,7 +438,7 @@ func (p *Provider) disengage(name string) {
 	if m := p.members[name]; m != nil && m.cancel != nil {
 		m.cancel()
 		m.lose(errDisengaged)
-		m.cl, m.cancel, m.hash, m.health = nil, nil, "", nil
+		m.cl, m.cancel, m.hash, m.health, m.traffic = nil, nil, "", nil, nil
 	}
 }
 
@@ -514,14 +536,63 @@ func (p *Provider) probe(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := hc.Get().AbsPath("/readyz").DoRaw(ctx)
-			if err != nil {
-				err = fmt.Errorf("%w: /readyz: %v", ErrUnreachable, err)
-			}
-			p.setHealth(name, err)
+			p.setHealth(name, readyz(ctx, hc))
 		}()
 	}
 	wg.Wait()
+}
+
+// readyz asks a member's API server whether it is ready; the error says why not.
+func readyz(ctx context.Context, hc rest.Interface) error {
+	if _, err := hc.Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return fmt.Errorf("%w: /readyz: %v", ErrUnreachable, err)
+	}
+	return nil
+}
+
+// suspectSilent probes at once every reachable member whose requests have waited SuspectAfter with no answer.
+func (p *Provider) suspectSilent(now time.Time) {
+	p.mu.RLock()
+	var silent []string
+	for name, m := range p.members {
+		if m.err == nil && m.traffic != nil && m.traffic.silence(now) > p.opts.SuspectAfter {
+			silent = append(silent, name)
+		}
+	}
+	p.mu.RUnlock()
+	for _, name := range silent {
+		p.Suspect(name)
+	}
+}
+
+// Suspect probes an engaged member at once, unless a probe of it is under way: a request to it went
+// unanswered. The probe, not the request, decides: a request may also time out on a member that is only busy
+// (queued by its API Priority and Fairness, or by the manager's own rate limit), and calling such a member
+// unreachable would stop all work there. A member that fails the probe is unreachable until its health probe
+// sees it answer again.
+func (p *Provider) Suspect(name string) {
+	p.mu.Lock()
+	m := p.members[name]
+	if m == nil || m.health == nil || m.err != nil || m.probing || p.ctx == nil {
+		p.mu.Unlock()
+		return
+	}
+	m.probing = true
+	hc, ctx := m.health, p.ctx
+	p.mu.Unlock()
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, p.opts.SuspectProbeTimeout)
+		err := readyz(pctx, hc)
+		cancel()
+		p.mu.Lock()
+		if cur := p.members[name]; cur == m {
+			m.probing = false
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.setHealth(name, err)
+		}
+	}()
 }
 
 // setHealth records an engaged member's reachability and tells the reconciler when it changed.
@@ -545,10 +616,4 @@ func (p *Provider) setHealth(name string, err error) {
 		p.log.Info("Member answers again", "member", name)
 	}
 	p.changed(name)
-}
-
-// ReportUnreachable marks an engaged member unreachable after a request to it failed without an answer, so that
-// reconciles skip it until its health probe sees it answer again.
-func (p *Provider) ReportUnreachable(name string, err error) {
-	p.setHealth(name, fmt.Errorf("%w: %v", ErrUnreachable, err))
 }

@@ -59,6 +59,9 @@ func (c *Cluster) start(ctx context.Context, crds []string, workloads bool) erro
 	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
 		return err
 	}
+	// kubeadm's Service range. envtest's default is a /24: 254 ClusterIPs, which a fleet benchmark (three runs of
+	// 100 databases into one member) or a long test session exhausts, after which every Service create fails.
+	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	// Short watch-cache and event TTLs are irrelevant here; what matters is that requests made by the workload
 	// controllers are served like a real cluster's, so the defaults stay.
 	etcd := &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: time.Minute}

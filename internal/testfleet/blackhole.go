@@ -1,4 +1,4 @@
-package main
+package testfleet
 
 import (
 	"net"
@@ -8,11 +8,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// blackhole is a TCP relay in front of a member's API server (TLS passes through untouched). While dropping,
+// Blackhole is a TCP relay in front of a member's API server (TLS passes through untouched). While dropping,
 // it behaves like a network partition: connections stay open, bytes in flight stop moving in both directions,
 // and new connections are accepted and never answered. A stopped API server on loopback is not that: its port
 // refuses connections at once, so every request fails fast; behind a partition requests hang until a timeout.
-type blackhole struct {
+type Blackhole struct {
 	l      net.Listener
 	target string
 
@@ -24,20 +24,20 @@ type blackhole struct {
 	closed   bool
 }
 
-func newBlackhole(target string) (*blackhole, error) {
+func NewBlackhole(target string) (*Blackhole, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	b := &blackhole{l: l, target: target}
+	b := &Blackhole{l: l, target: target}
 	b.cond = sync.NewCond(&b.mu)
 	go b.serve()
 	return b, nil
 }
 
-func (b *blackhole) addr() string { return b.l.Addr().String() }
+func (b *Blackhole) Addr() string { return b.l.Addr().String() }
 
-func (b *blackhole) serve() {
+func (b *Blackhole) serve() {
 	for {
 		c, err := b.l.Accept()
 		if err != nil {
@@ -55,7 +55,7 @@ func (b *blackhole) serve() {
 	}
 }
 
-func (b *blackhole) relay(c net.Conn) {
+func (b *Blackhole) relay(c net.Conn) {
 	up, err := net.Dial("tcp", b.target)
 	if err != nil {
 		_ = c.Close()
@@ -69,7 +69,7 @@ func (b *blackhole) relay(c net.Conn) {
 }
 
 // pipe copies src to dst, holding every chunk while dropping.
-func (b *blackhole) pipe(dst, src net.Conn) {
+func (b *Blackhole) pipe(dst, src net.Conn) {
 	defer func() { _ = dst.Close(); _ = src.Close() }()
 	buf := make([]byte, 32<<10)
 	for {
@@ -94,21 +94,23 @@ func (b *blackhole) pipe(dst, src net.Conn) {
 	}
 }
 
-// drop starts or ends the partition.
-func (b *blackhole) drop(on bool) {
+// Drop starts or ends the partition.
+func (b *Blackhole) Drop(on bool) {
 	b.mu.Lock()
 	b.dropping = on
 	b.mu.Unlock()
 	b.cond.Broadcast()
 }
 
-func (b *blackhole) connections() int {
+// Connections counts the connections the relay has accepted.
+func (b *Blackhole) Connections() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.accepted
 }
 
-func (b *blackhole) close() {
+// Close stops the relay and closes every connection through it.
+func (b *Blackhole) Close() {
 	_ = b.l.Close()
 	b.mu.Lock()
 	b.closed = true
@@ -119,8 +121,8 @@ func (b *blackhole) close() {
 	b.cond.Broadcast()
 }
 
-// viaRelay returns the kubeconfig with its server's host and port replaced by the relay's.
-func viaRelay(kubeconfig []byte, relay string) ([]byte, error) {
+// KubeconfigVia returns the kubeconfig with its server's host and port replaced by the relay's.
+func KubeconfigVia(kubeconfig []byte, relay string) ([]byte, error) {
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return nil, err
