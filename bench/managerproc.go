@@ -57,6 +57,7 @@ func runManager() int {
 	// Sample allocations every 64 KiB rather than 512 KiB, so that heap profiles of a manager holding a few
 	// MiB per 1,000 objects show what holds them (at about 2% of the manager's CPU).
 	runtime.MemProfileRate = 64 << 10
+	manager.SetGCPercent() // as cmd/manager does
 	logOut := io.Writer(os.Stderr)
 	if path := os.Getenv(managerLogEnv); path != "" {
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {

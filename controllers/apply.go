@@ -30,10 +30,14 @@ const (
 )
 
 // applier writes the rendered objects into one member with server-side apply, under one field manager. It
-// first reads the object from the member's cache and extracts the fields mysqlfleet owns: when they already
-// equal the desired configuration, it writes nothing, so that a converged fleet makes no API requests.
+// first reads the object from the member's cache: when its version is one already verified (or written) for the
+// same desired object, it writes nothing. Otherwise it reads the object from the member's API server, the
+// cache keeping no managedFields, and extracts the fields mysqlfleet owns: when they already equal the desired
+// configuration, it writes nothing either. So a converged fleet makes no API requests.
 type applier struct {
 	c client.Client
+	// reader reads from the member's API server; nil reads from c, which must then keep managedFields.
+	reader client.Reader
 	// dryRun computes the action without writing (paused MySQLClusters).
 	dryRun bool
 	// member and echoes, when set, record each write so that its watch event is not taken for a change.
@@ -105,6 +109,14 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 		return "", err
 	case a.verified != nil && a.verified.holds(key, live.GetResourceVersion(), digest):
 		return ActionUnchanged, nil
+	case a.reader != nil:
+		// The cache keeps no managedFields: which fields are ours only the object itself says.
+		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); apierrors.IsNotFound(err) {
+			break
+		} else if err != nil {
+			return "", err
+		}
+		fallthrough
 	default:
 		owned, err := extract(live, v1alpha1.FieldManager)
 		if err != nil {

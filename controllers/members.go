@@ -162,7 +162,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonInvalidSpec, err)
 	}
 
-	a := applier{c: mc, dryRun: c.Spec.Paused, member: m.Name, echoes: &r.echoes, verified: &r.verified,
+	a := applier{c: mc, reader: cl.GetAPIReader(), dryRun: c.Spec.Paused, member: m.Name, echoes: &r.echoes, verified: &r.verified,
 		shared: &r.shared}
 	if !c.Spec.Paused {
 		done, err := r.growStorage(ctx, mc, c)

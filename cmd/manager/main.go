@@ -50,6 +50,7 @@ func main() {
 		os.Exit(probeURL(*probe))
 	}
 	o.Kubeconfig.QPS = float32(qps)
+	manager.SetGCPercent()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 

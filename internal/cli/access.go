@@ -21,7 +21,7 @@ type Access struct {
 }
 
 // memberVerbs are what the manager does to the kinds it writes into members: it reads them through a cache
-// (get, list, watch), writes them with server-side apply (patch, and create for a first apply), and deletes
+// (list, watch) and directly when it must see which fields it owns (get), writes them with server-side apply (patch, and create for a first apply), and deletes
 // them when a database leaves. update is not used by the manager today; it is granted so that a switch from
 // apply to update does not break registered members, and it allows nothing that patch does not.
 var memberVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}

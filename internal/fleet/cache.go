@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -31,26 +30,19 @@ func memberCacheOptions(namespaces []string) cache.Options {
 	return o
 }
 
-// trimForCache drops, before a member object enters the cache, what the manager never reads: the managedFields
-// entries of every other field manager (the StatefulSet and PVC controllers, kubectl, people), and kubectl's
-// last-applied-configuration annotation. mysqlfleet's own apply entry stays: the applier extracts the fields
-// mysqlfleet owns from it to tell a no-op apply from a needed one. controller-runtime's
-// cache.TransformStripManagedFields would drop that entry too, and every apply would then look like a change.
+// trimForCache drops, before a member object enters the cache, what the manager never reads from the cache:
+// managedFields (about a sixth of a cached object's memory) and kubectl's last-applied-configuration annotation,
+// a second copy of the object. The applier needs mysqlfleet's own managedFields entry only when an object's
+// version is one it has not verified yet (written by someone else since, or first seen after a restart), and
+// then reads the object from the member's API server (see controllers' applier).
 func trimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil // not an object (a tombstone): nothing to trim
 	}
-	if fields := obj.GetManagedFields(); len(fields) > 0 {
-		var kept []metav1.ManagedFieldsEntry
-		for _, f := range fields {
-			if ownApplyEntry(f) {
-				kept = append(kept, f)
-			}
-		}
-		if len(kept) != len(fields) {
-			obj.SetManagedFields(kept)
-		}
+	// Nil-checked: setting nil on an object that has none trips kubernetes/kubernetes#124337.
+	if obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
 	}
 	if a := obj.GetAnnotations(); a != nil {
 		if _, ok := a[lastAppliedAnnotation]; ok {
@@ -59,10 +51,4 @@ func trimForCache(in any) (any, error) {
 		}
 	}
 	return in, nil
-}
-
-// ownApplyEntry is the managedFields entry of mysqlfleet's server-side applies to the object itself (not to a
-// subresource such as status).
-func ownApplyEntry(f metav1.ManagedFieldsEntry) bool {
-	return f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == ""
 }
