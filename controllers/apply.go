@@ -35,18 +35,18 @@ const (
 // cache keeping no managedFields, and extracts the fields mysqlfleet owns: when they already equal the desired
 // configuration, it writes nothing either. So a converged fleet makes no API requests.
 type applier struct {
-	c client.Client
-	// reader reads from the member's API server; nil reads from c, which must then keep managedFields.
+	// c reads from the member's cache and writes to the member; reader reads from its API server.
+	c      client.Client
 	reader client.Reader
 	// dryRun computes the action without writing (paused MySQLClusters).
 	dryRun bool
-	// member and echoes, when set, record each write so that its watch event is not taken for a change.
 	member string
+	// echoes records each write so that its watch event is not taken for a change.
 	echoes *echoes
-	// verified, when set, lets a pass skip the Extract of an object whose version already held what it wants.
+	// verified lets a pass skip the Extract of an object whose version already held what it wants.
 	verified *verified
-	// shared, when set, lets concurrent passes that want the same object in the same state share one apply:
-	// a Namespace is wanted by every MySQLCluster in it, and many of them are reconciled at once.
+	// shared lets concurrent passes that want the same object in the same state share one apply: a Namespace
+	// is wanted by every MySQLCluster in it, and many of them are reconciled at once.
 	shared *singleflight.Group
 }
 
@@ -84,11 +84,8 @@ func (a applier) apply(ctx context.Context, obj runtime.ApplyConfiguration) (kin
 func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a applier, desired AC, live O,
 	name, namespace string, extract func(O, string) (AC, error)) (string, error) {
 	key := objectKey{a.member, reflect.TypeOf(live).Elem().Name(), namespace, name}
-	var digest uint64
-	if a.verified != nil || a.shared != nil {
-		digest = digestOf(desired)
-	}
-	if a.shared == nil || a.dryRun || digest == 0 {
+	digest := digestOf(desired)
+	if a.dryRun || digest == 0 {
 		return applyOne(ctx, a, desired, live, key, digest, extract)
 	}
 	action, err, _ := a.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
@@ -107,25 +104,22 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return "", err
-	case a.verified != nil && a.verified.holds(key, live.GetResourceVersion(), digest):
+	case a.verified.holds(key, live.GetResourceVersion(), digest):
 		return ActionUnchanged, nil
-	case a.reader != nil:
+	default:
 		// The cache keeps no managedFields: which fields are ours only the object itself says.
-		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); apierrors.IsNotFound(err) {
-			break
+		err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live)
+		if apierrors.IsNotFound(err) {
+			break // deleted since the cache saw it
 		} else if err != nil {
 			return "", err
 		}
-		fallthrough
-	default:
 		owned, err := extract(live, v1alpha1.FieldManager)
 		if err != nil {
 			return "", err
 		}
 		if equality.Semantic.DeepEqual(owned, desired) {
-			if a.verified != nil {
-				a.verified.set(key, live.GetResourceVersion(), digest)
-			}
+			a.verified.set(key, live.GetResourceVersion(), digest)
 			return ActionUnchanged, nil
 		}
 		action = ActionUpdate
@@ -133,20 +127,14 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	if a.dryRun {
 		return action, nil
 	}
-	if a.echoes != nil {
-		a.echoes.begin(key)
-	}
+	a.echoes.begin(key)
 	err = a.c.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 	written := ""
 	if err == nil {
 		written = resourceVersionOf(desired) // the answer was decoded into desired
 	}
-	if a.echoes != nil {
-		a.echoes.end(key, written)
-	}
-	if a.verified != nil {
-		// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
-		a.verified.set(key, written, digest)
-	}
+	a.echoes.end(key, written)
+	// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
+	a.verified.set(key, written, digest)
 	return action, err
 }
