@@ -88,6 +88,13 @@ func TestVerifiedHoldsForTheSameVersionAndDigestOnly(t *testing.T) {
 	g.Expect(v.holds(cm, "42", d)).To(BeFalse(), "another kind of the same name")
 	v.forget(ordersKey)
 	g.Expect(v.holds(ordersKey, "42", d)).To(BeFalse())
+	v.set(ordersKey, "42", d)
+	gcp := ordersKey
+	gcp.member = "gcp"
+	v.set(gcp, "42", d)
+	v.forgetMember("aws")
+	g.Expect(v.holds(ordersKey, "42", d)).To(BeFalse(), "aws left the registry")
+	g.Expect(v.holds(gcp, "42", d)).To(BeTrue(), "other members are kept")
 	v.set(ordersKey, "", d)
 	g.Expect(v.holds(ordersKey, "", d)).To(BeFalse(), "no version, nothing known")
 }

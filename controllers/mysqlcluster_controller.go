@@ -160,8 +160,15 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 	}
 	states := r.Fleet.Members()
 	facts := make([]placement.Member, 0, len(states))
+	registered := map[string]bool{}
 	for _, st := range states {
 		facts = append(facts, st.Member)
+		registered[st.Name] = true
+	}
+	for m := range changed {
+		if !registered[m] {
+			r.verified.forgetMember(m) // left: what was verified there means nothing any more
+		}
 	}
 	for i := range list.Items {
 		if c := &list.Items[i]; placedOnAny(c, facts, changed) {

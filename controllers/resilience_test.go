@@ -446,7 +446,9 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 		return metav1.Condition{}
 	}, time.Minute, 250*time.Millisecond).Should(And(
 		HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("/readyz"))))
-	g.Expect(memberStatus(get(g, key), "aws-eu-west-1").Phase).To(Equal(v1alpha1.PhaseReady))
+	// The hub shows what the member's StatefulSet shows one pass later.
+	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
+		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
 
 	relay.Drop(false)
 	got := eventuallyReady(g, key)

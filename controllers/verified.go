@@ -56,6 +56,17 @@ func (v *verified) set(k objectKey, resourceVersion string, digest uint64) {
 	v.m[k] = verdict{resourceVersion, digest}
 }
 
+// forgetMember drops what is known of every object in a member (it left the registry).
+func (v *verified) forgetMember(member string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k := range v.m {
+		if k.member == member {
+			delete(v.m, k)
+		}
+	}
+}
+
 // forget drops what is known of an object (it was deleted).
 func (v *verified) forget(k objectKey) {
 	v.mu.Lock()
