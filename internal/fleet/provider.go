@@ -61,12 +61,6 @@ type Options struct {
 	// HealthInterval is how often every engaged member's /readyz is probed. A member that stops answering
 	// sends no events, so without the probe nothing would notice it until the next change. Default 10s.
 	HealthInterval time.Duration
-	// SuspectAfter is how long requests to a member may wait with no answer at all before the member is probed
-	// at once, rather than at the next health interval. Default 1s.
-	SuspectAfter time.Duration
-	// SuspectProbeTimeout bounds that probe; a member that does not answer it is unreachable. /readyz is exempt
-	// from API Priority and Fairness, so a member that is only busy answers it quickly. Default 3s.
-	SuspectProbeTimeout time.Duration
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.
 	OnChange func(member string)
@@ -160,12 +154,6 @@ func New(opts Options) *Provider {
 	}
 	if opts.HealthInterval == 0 {
 		opts.HealthInterval = 10 * time.Second
-	}
-	if opts.SuspectAfter == 0 {
-		opts.SuspectAfter = time.Second
-	}
-	if opts.SuspectProbeTimeout == 0 {
-		opts.SuspectProbeTimeout = 3 * time.Second
 	}
 	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{}}
 }
@@ -308,6 +296,13 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 const (
 	initialBackoff = 2 * time.Second
 	maxBackoff     = 2 * time.Minute
+
+	// suspectAfter is how long requests to a member may wait with no answer at all before the member is probed
+	// at once, rather than at the next health interval.
+	suspectAfter = time.Second
+	// suspectProbeTimeout bounds that probe; a member that does not answer it is unreachable. /readyz is exempt
+	// from API Priority and Fairness, so a member that is only busy answers it quickly.
+	suspectProbeTimeout = 3 * time.Second
 )
 
 // engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
@@ -390,7 +385,7 @@ func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Unlock()
 	t := time.NewTicker(p.opts.HealthInterval)
 	defer t.Stop()
-	silence := time.NewTicker(p.opts.SuspectAfter / 2)
+	silence := time.NewTicker(suspectAfter / 2)
 	defer silence.Stop()
 	for done := false; !done; {
 		select {
@@ -555,12 +550,12 @@ func readyz(ctx context.Context, hc rest.Interface) error {
 	return fmt.Errorf("%w: /readyz: %v", ErrUnreachable, err)
 }
 
-// suspectSilent probes at once every reachable member whose requests have waited SuspectAfter with no answer.
+// suspectSilent probes at once every reachable member whose requests have waited suspectAfter with no answer.
 func (p *Provider) suspectSilent(now time.Time) {
 	p.mu.RLock()
 	var silent []string
 	for name, m := range p.members {
-		if m.err == nil && m.traffic != nil && m.traffic.silence(now) > p.opts.SuspectAfter {
+		if m.err == nil && m.traffic != nil && m.traffic.silence(now) > suspectAfter {
 			silent = append(silent, name)
 		}
 	}
@@ -586,7 +581,7 @@ func (p *Provider) Suspect(name string) {
 	hc, ctx := m.health, p.ctx
 	p.mu.Unlock()
 	go func() {
-		pctx, cancel := context.WithTimeout(ctx, p.opts.SuspectProbeTimeout)
+		pctx, cancel := context.WithTimeout(ctx, suspectProbeTimeout)
 		err := readyz(pctx, hc)
 		cancel()
 		p.mu.Lock()
