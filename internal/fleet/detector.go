@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -64,3 +65,57 @@ func (t *traffic) silence(now time.Time) time.Duration {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+const (
+	// suspectAfter is how long requests to a member may wait with no answer at all before the member is probed
+	// at once, rather than at the next health interval.
+	suspectAfter = time.Second
+	// suspectProbeTimeout bounds that probe; a member that does not answer it is unreachable. /readyz is exempt
+	// from API Priority and Fairness, so a member that is only busy answers it quickly.
+	suspectProbeTimeout = 3 * time.Second
+)
+
+// suspectSilent probes at once every reachable member whose requests have waited suspectAfter with no answer.
+func (p *Provider) suspectSilent(now time.Time) {
+	p.mu.RLock()
+	var silent []string
+	for name, m := range p.members {
+		if m.err == nil && m.traffic != nil && m.traffic.silence(now) > suspectAfter {
+			silent = append(silent, name)
+		}
+	}
+	p.mu.RUnlock()
+	for _, name := range silent {
+		p.Suspect(name)
+	}
+}
+
+// Suspect probes an engaged member at once, unless a probe of it is under way: a request to it went
+// unanswered. The probe, not the request, decides: a request may also time out on a member that is only busy
+// (queued by its API Priority and Fairness, or by the manager's own rate limit), and calling such a member
+// unreachable would stop all work there. A member that fails the probe is unreachable until its health probe
+// sees it answer again.
+func (p *Provider) Suspect(name string) {
+	p.mu.Lock()
+	m := p.members[name]
+	if m == nil || m.health == nil || m.err != nil || m.probing || p.ctx == nil {
+		p.mu.Unlock()
+		return
+	}
+	m.probing = true
+	hc, ctx := m.health, p.ctx
+	p.mu.Unlock()
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, suspectProbeTimeout)
+		err := readyz(pctx, hc)
+		cancel()
+		p.mu.Lock()
+		if cur := p.members[name]; cur == m {
+			m.probing = false
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.setHealth(name, err)
+		}
+	}()
+}
