@@ -1,0 +1,439 @@
+// Package mysqltest starts real MariaDB servers for tests: mariadbd processes on 127.0.0.1, each with its own
+// data directory under the test's temporary directory, stopped when the test ends and killed if the test
+// binary dies. No container or image is involved; the servers come from Debian's mariadb-server package,
+// which hack/install-deps.sh installs. A test that needs a server fails, never skips, when it is missing.
+//
+// Servers boot with MariaDBFlavor's BootOptions (binary log, GTID strict mode, read-only, replication not
+// started), so what the tests prove is what the product configures.
+package mysqltest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// Server is one running mariadbd.
+type Server struct {
+	// ServerID is the server's server_id, unique among the servers of one test binary.
+	ServerID uint32
+	// Host and Port are where the server listens (always 127.0.0.1).
+	Host string
+	Port int
+	// Socket is the server's Unix socket.
+	Socket string
+	// DataDir is the server's data directory.
+	DataDir string
+
+	t       testing.TB
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	errLog  string
+	stopped atomic.Bool
+}
+
+// Option changes how a server starts.
+type Option func(*config)
+
+type config struct {
+	args []string
+}
+
+// WithArgs adds mariadbd command-line options (--name=value), after the defaults so that they win.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// RootDSN is a go-sql-driver DSN for root over the server's Unix socket. root has no password (the data
+// directory is made with --auth-root-authentication-method=normal).
+func (s *Server) RootDSN() string {
+	return "root@unix(" + s.Socket + ")/"
+}
+
+// DSN is a go-sql-driver DSN for a user over TCP, as clients on the network reach the server.
+func (s *Server) DSN(user, password string) string {
+	cfg := driver.NewConfig()
+	cfg.User, cfg.Passwd = user, password
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	return cfg.FormatDSN()
+}
+
+// OpenRoot opens a connection pool as root, closed when the test ends.
+func (s *Server) OpenRoot() *sql.DB {
+	s.t.Helper()
+	db, err := sql.Open("mysql", s.RootDSN())
+	if err != nil {
+		s.t.Fatalf("mysqltest: failed to open %s: %v", s.RootDSN(), err)
+	}
+	s.t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+var nextServerID atomic.Uint32
+
+// searchDirs are where Debian puts MariaDB's binaries; /usr/sbin is not on a non-root PATH.
+var searchDirs = []string{"/usr/sbin", "/usr/bin"}
+
+// lookPath finds a binary on PATH or in searchDirs.
+func lookPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range searchDirs {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH or in %s", name, strings.Join(searchDirs, ", "))
+}
+
+type installation struct {
+	mariadbd, installDB, version string
+}
+
+var found struct {
+	sync.Mutex
+	*installation
+}
+
+// requireMariaDB finds mariadbd and mariadb-install-db, or fails the test: a test that claims something about
+// a real server must not pass by skipping it.
+func requireMariaDB(t testing.TB) *installation {
+	t.Helper()
+	found.Lock()
+	defer found.Unlock()
+	if found.installation != nil {
+		return found.installation
+	}
+	var in installation
+	var err error
+	if in.mariadbd, err = lookPath("mariadbd"); err == nil {
+		in.installDB, err = lookPath("mariadb-install-db")
+	}
+	if err != nil {
+		t.Fatalf("mysqltest: MariaDB is not installed (%v); run hack/install-deps.sh (as root) to install "+
+			"Debian's mariadb-server and mariadb-client", err)
+	}
+	out, err := exec.Command(in.mariadbd, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mysqltest: %s --version: %v: %s", in.mariadbd, err, out)
+	}
+	in.version = strings.TrimSpace(string(out))
+	found.installation = &in
+	return &in
+}
+
+// Start starts one server and waits until it accepts connections. The test fails if mariadbd is not
+// installed or does not start.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	return StartN(t, 1, opts...)[0]
+}
+
+// StartN starts n servers at once, each with its own server_id, port and data directory.
+func StartN(t testing.TB, n int, opts ...Option) []*Server {
+	t.Helper()
+	in := requireMariaDB(t)
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	template, err := templateDataDir(in)
+	if err != nil {
+		t.Fatalf("mysqltest: %v", err)
+	}
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Go(func() { servers[i], errs[i] = start(t, in, template, cfg) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("mysqltest: %v", err)
+	}
+	return servers
+}
+
+// start tries a few ports: the free port found may be taken by someone else before mariadbd binds it.
+func start(t testing.TB, in *installation, template string, cfg config) (*Server, error) {
+	var err error
+	for range 3 {
+		var s *Server
+		s, err = startOnce(t, in, template, cfg)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errPortInUse) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+var errPortInUse = errors.New("port in use")
+
+func startOnce(t testing.TB, in *installation, template string, cfg config) (*Server, error) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	if err := copyDir(template, dataDir); err != nil {
+		return nil, fmt.Errorf("failed to copy the template data directory: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	socket, err := socketPath(t, dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		ServerID: nextServerID.Add(1),
+		Host:     "127.0.0.1",
+		Port:     port,
+		Socket:   socket,
+		DataDir:  dataDir,
+		t:        t,
+		errLog:   filepath.Join(dir, "error.log"),
+		exited:   make(chan struct{}),
+	}
+	args := []string{
+		"--no-defaults", // must come first: no /etc/mysql/my.cnf
+		"--datadir=" + dataDir,
+		"--tmpdir=" + dir,
+		"--socket=" + s.Socket,
+		"--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1",
+		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
+		"--log-error=" + s.errLog,
+		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
+		"--skip-name-resolve",
+	}
+	args = append(args, smallServer...)
+	for _, o := range (mysql.MariaDBFlavor{}).BootOptions() {
+		args = append(args, "--"+o)
+	}
+	if os.Geteuid() == 0 {
+		// mariadbd refuses to run as root unless told to.
+		args = append(args, "--user=root")
+	}
+	args = append(args, cfg.args...)
+	cmd := exec.Command(in.mariadbd, args...)
+	cmd.Dir = dir
+	// If the test binary dies (panic, timeout, kill -9) the kernel kills the server too. Pdeathsig follows the
+	// thread that started the child; Go does not end its threads while they are in use, and the servers are
+	// stopped on Cleanup anyway.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start mariadbd: %w", err)
+	}
+	s.cmd = cmd
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(s.Stop)
+	if err := s.waitReady(60 * time.Second); err != nil {
+		s.Stop()
+		log := s.errorLogTail()
+		if strings.Contains(log, "Address already in use") || strings.Contains(log, "Do you already have another") {
+			return nil, fmt.Errorf("port %d: %w", port, errPortInUse)
+		}
+		return nil, fmt.Errorf("mariadbd (server_id %d, port %d) did not start: %v\n%s\n%s", s.ServerID, port, err,
+			out.String(), log)
+	}
+	return s, nil
+}
+
+// smallServer keeps each server's memory and files small; tests start many.
+var smallServer = []string{
+	"--innodb-buffer-pool-size=32M",
+	"--innodb-log-file-size=8M",
+	"--performance-schema=OFF",
+	"--max-connections=100",
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	db, err := sql.Open("mysql", s.RootDSN()+"?timeout=2s")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s: %w", timeout, err)
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("mariadbd exited: %s", s.cmd.ProcessState)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop shuts the server down (SIGTERM, then SIGKILL after 10s). It runs on Cleanup; tests may call it earlier
+// to take a server away.
+func (s *Server) Stop() {
+	if !s.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Kill ends the server with SIGKILL, as a crash would.
+func (s *Server) Kill() {
+	if !s.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// ErrorLog is the server's error log so far, for failure messages.
+func (s *Server) ErrorLog() string {
+	b, _ := os.ReadFile(s.errLog)
+	return string(b)
+}
+
+func (s *Server) errorLogTail() string {
+	lines := strings.Split(strings.TrimSpace(s.ErrorLog()), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed to find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// socketPath keeps the socket in the server's directory unless that path is too long for a Unix socket
+// (108 bytes on Linux; long test names make long temporary directories).
+func socketPath(t testing.TB, dir string) (string, error) {
+	p := filepath.Join(dir, "mariadbd.sock")
+	if len(p) < 100 {
+		return p, nil
+	}
+	short, err := os.MkdirTemp("", "mdb")
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(short) })
+	return filepath.Join(short, "s.sock"), nil
+}
+
+// installArgs make the template data directory. The template is made once per mariadbd version and these
+// arguments, and copied for each server: mariadb-install-db takes seconds, a copy of ~25 MB milliseconds.
+var installArgs = []string{
+	"--no-defaults",
+	"--auth-root-authentication-method=normal",
+	"--skip-test-db",
+	"--innodb-log-file-size=8M",
+}
+
+// templateDataDir returns a freshly initialised data directory to copy, making it on first use. It lives in
+// the user's cache directory (like Go's build cache), keyed by the mariadbd version and the install arguments,
+// so later test runs skip mariadb-install-db too.
+func templateDataDir(in *installation) (string, error) {
+	key := sha256.Sum256([]byte(in.version + "\x00" + strings.Join(installArgs, "\x00")))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "mysqlfleet", "mysqltest", hex.EncodeToString(key[:8]))
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
+		return filepath.Join(dir, "data"), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	// Build beside it and rename into place, so that concurrent test binaries never see half a template.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	args := append(slices.Clone(installArgs), "--datadir="+filepath.Join(tmp, "data"))
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	cmd := exec.Command(in.installDB, args...)
+	cmd.Dir = tmp
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mariadb-install-db failed: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "ok"), []byte(in.version+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another test binary made it first.
+		if _, statErr := os.Stat(filepath.Join(dir, "ok")); statErr != nil {
+			return "", fmt.Errorf("failed to put the template data directory in place: %w", err)
+		}
+	}
+	return filepath.Join(dir, "data"), nil
+}
+
+// copyDir copies a data directory: regular files and directories only, which is all a fresh one holds.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o660)
+	})
+}

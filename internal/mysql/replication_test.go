@@ -1,0 +1,466 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+)
+
+// neverFallBack is semi-sync as the product runs it: one acknowledgement, no timeout.
+var neverFallBack = mysql.SemiSync{WaitForReplicas: 1}
+
+func TestPrimaryAndTwoReplicasReplicateRows(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, neverFallBack)
+	ctx := context.Background()
+
+	primary := c.status(0)
+	if primary.Role != mysql.RolePrimary || primary.ReadOnly || primary.Replica != nil {
+		t.Fatalf("server 0 is not a writable primary: %+v", primary)
+	}
+	if !primary.SemiSync.SourceEnabled || primary.SemiSync.WaitPoint != "AFTER_SYNC" ||
+		primary.SemiSync.WaitForReplicaCount != 1 {
+		t.Fatalf("semi-sync on the primary: %+v", primary.SemiSync)
+	}
+	for i := 1; i < 3; i++ {
+		st := c.status(i)
+		if st.Role != mysql.RoleReplica || !st.ReadOnly || st.Replica == nil {
+			t.Fatalf("server %d is not a read-only replica:\n%s", i, c.describe(i))
+		}
+		if st.Replica.SourcePort != c.servers[0].Port || !st.SemiSync.ReplicaEnabled {
+			t.Fatalf("server %d replicates from port %d (semi-sync %t), want %d", i, st.Replica.SourcePort,
+				st.SemiSync.ReplicaEnabled, c.servers[0].Port)
+		}
+	}
+	c.eventually("both replicas connected as semi-sync replicas", func() bool {
+		return c.status(0).SemiSync.Replicas == 2
+	})
+
+	c.insertRows(0, 1, 50)
+	c.waitReplicas(0)
+	want := c.content(0)
+	if !strings.HasPrefix(want, "50 rows") {
+		t.Fatalf("primary holds %s, want 50 rows", want)
+	}
+	executed, err := c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 3; i++ {
+		if got := c.content(i); got != want {
+			t.Errorf("replica %d holds %s, primary %s", i, got, want)
+		}
+		st := c.status(i)
+		if !st.Replica.Running() || st.Replica.LastIOErrno != 0 || st.Replica.LastSQLErrno != 0 {
+			t.Errorf("replica %d is not replicating cleanly:\n%s", i, c.describe(i))
+		}
+		if st.Replica.Lag == nil || *st.Replica.Lag != 0 {
+			t.Errorf("replica %d lag %v after catching up", i, st.Replica.Lag)
+		}
+		if !st.Executed.Contains(executed) || !st.Replica.Received.Contains(executed) {
+			t.Errorf("replica %d executed %s received %s, primary %s", i, st.Executed, st.Replica.Received, executed)
+		}
+		if errant := mysql.ErrantTransactions(st.Executed, executed, primary.SourceID); !errant.IsEmpty() {
+			t.Errorf("replica %d has errant transactions %s", i, errant)
+		}
+	}
+	if async := c.status(0).SemiSync.AsyncCommits; async != 0 {
+		t.Errorf("%d commits went without an acknowledgement", async)
+	}
+}
+
+func TestSemiSyncCommitWaitsForAnAcknowledgementAndNeverFallsBack(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, neverFallBack)
+	ctx := context.Background()
+	c.eventually("both replicas connected as semi-sync replicas", func() bool {
+		return c.status(0).SemiSync.Replicas == 2
+	})
+	for i := 1; i < 3; i++ {
+		if err := c.admin[i].StopReplica(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	app := c.app(0)
+	start := time.Now()
+	go func() {
+		_, err := app.Exec("INSERT INTO orders VALUES (1, 'waits for an ack', 0)")
+		done <- result{err, time.Since(start)}
+	}()
+
+	// Far longer than the default timeout would leave it, and no acknowledgement can come.
+	const window = 5 * time.Second
+	select {
+	case r := <-done:
+		t.Fatalf("the commit returned after %s (error %v) with no replica to acknowledge it", r.took, r.err)
+	case <-time.After(window):
+	}
+	st := c.status(0)
+	if st.SemiSync.WaitingSessions != 1 || !st.SemiSync.SourceActive || st.SemiSync.AsyncCommits != 0 {
+		t.Fatalf("primary semi-sync while the commit waits: %+v", st.SemiSync)
+	}
+	// AFTER_SYNC: the transaction is in the binary log but not committed for anyone else yet.
+	var visible int
+	if err := c.app(0).QueryRow("SELECT COUNT(*) FROM orders WHERE id = 1").Scan(&visible); err != nil {
+		t.Fatal(err)
+	}
+	if visible != 0 {
+		t.Fatal("another session sees the unacknowledged row: the wait point is not AFTER_SYNC")
+	}
+
+	if err := c.admin[1].StartReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("the commit failed once a replica acknowledged it: %v", r.err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("the commit still waits after replica 1 came back:\n%s", c.describe(1))
+	}
+	st = c.status(0)
+	if st.SemiSync.AsyncCommits != 0 || !st.SemiSync.SourceActive {
+		t.Fatalf("the primary fell back to asynchronous replication: %+v", st.SemiSync)
+	}
+	executed, err := c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.admin[1].WaitForGTID(ctx, executed, waitTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.content(1); !strings.HasPrefix(got, "1 rows") {
+		t.Fatalf("replica 1 holds %s, want the acknowledged row", got)
+	}
+}
+
+func TestErrantWriteOnAReplica(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, neverFallBack)
+	ctx := context.Background()
+	primaryID := c.status(0).SourceID
+
+	// Read the primary, then let it go on: a replica read afterwards holds transactions the primary's old set
+	// lacks, all the primary's own. Not errant.
+	before, err := c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.insertRows(0, 1, 3)
+	c.waitReplicas(0)
+	replica1, err := c.admin[1].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replica1.Subtract(before).IsEmpty() {
+		t.Fatalf("replica 1 (%s) holds nothing beyond the primary's earlier set (%s)", replica1, before)
+	}
+	if errant := mysql.ErrantTransactions(replica1, before, primaryID); !errant.IsEmpty() {
+		t.Fatalf("the primary's own newer transactions count as errant: %s", errant)
+	}
+
+	// A write made directly on replica 2.
+	if err := c.admin[2].SetReadOnly(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	c.exec(2, "INSERT INTO orders VALUES (100, 'written on a replica', 0)")
+	if err := c.admin[2].SetReadOnly(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	primary, err := c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica2 := c.status(2)
+	errant := mysql.ErrantTransactions(replica2.Executed, primary, primaryID)
+	if want := fmt.Sprintf("0-%d-", replica2.ServerID); !strings.HasPrefix(errant.String(), want) ||
+		strings.Contains(errant.String(), ",") {
+		t.Fatalf("errant transactions of replica 2: %q, want its one write (%s...)", errant, want)
+	}
+	if mysql.IsErrant(replica1, primary, primaryID) {
+		t.Fatal("replica 1 counts as errant")
+	}
+
+	// Why it matters: the next write on the primary breaks replica 2 (GTID strict mode), and it stays errant
+	// however far the primary goes.
+	c.insertRows(0, 4, 1)
+	c.eventually("replica 2 to stop on the diverged history", func() bool {
+		r := c.status(2).Replica
+		return r != nil && r.LastSQLErrno != 0
+	})
+	primary, err = c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mysql.IsErrant(c.status(2).Executed, primary, primaryID) {
+		t.Fatal("replica 2 no longer counts as errant once the primary moved past it")
+	}
+}
+
+func TestReadOnlyStopsTheApplicationUser(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, neverFallBack)
+	ctx := context.Background()
+
+	_, err := c.app(1).Exec("INSERT INTO orders VALUES (1, 'on a replica', 0)")
+	if !mysql.IsReadOnlyError(err) {
+		t.Fatalf("the application user wrote on a read-only replica (error %v)", err)
+	}
+	c.insertRows(0, 1, 1)
+
+	if err := c.admin[0].SetReadOnly(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(0); !st.ReadOnly || st.Role != mysql.RoleNone {
+		t.Fatalf("after SetReadOnly: read-only %t, role %s", st.ReadOnly, st.Role)
+	}
+	_, err = c.app(0).Exec("INSERT INTO orders VALUES (2, 'on a fenced primary', 0)")
+	if !mysql.IsReadOnlyError(err) {
+		t.Fatalf("the application user wrote on a read-only primary (error %v)", err)
+	}
+	err = c.admin[0].EnsureUser(ctx, mysql.User{Kind: mysql.ApplicationUser, Name: "other", Password: "pw",
+		Database: "other"})
+	if !errors.Is(err, mysql.ErrReadOnly) {
+		t.Fatalf("EnsureUser on a read-only server: %v, want ErrReadOnly", err)
+	}
+	if err := c.admin[0].SetReadOnly(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	c.insertRows(0, 2, 1)
+
+	// MariaDB has no super_read_only; read_only holds because the application user has no privilege that
+	// passes it.
+	rows, err := c.app(0).Query("SHOW GRANTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var grants []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			t.Fatal(err)
+		}
+		grants = append(grants, g)
+	}
+	if len(grants) == 0 {
+		t.Fatal("SHOW GRANTS returned nothing")
+	}
+	for _, g := range grants {
+		if strings.Contains(g, "ON *.*") && !strings.HasPrefix(g, "GRANT USAGE ON *.*") {
+			t.Errorf("the application user holds a global privilege: %s", g)
+		}
+		for _, p := range []string{"SUPER", "READ_ONLY ADMIN", "CONNECTION ADMIN"} {
+			if strings.Contains(g, p) {
+				t.Errorf("the application user holds %s: %s", p, g)
+			}
+		}
+	}
+}
+
+func TestSwitchoverFencesThePrimaryAndReattachesIt(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, neverFallBack)
+	ctx := context.Background()
+	c.insertRows(0, 1, 20)
+
+	// A client in the middle of a transaction on the old primary.
+	conn, err := c.app(0).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO orders VALUES (1000, 'in flight at switchover', 0)"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Fence the old primary: read-only, then end every client connection.
+	if err := c.admin[0].SetReadOnly(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := c.admin[0].KillConnections(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed < 1 {
+		t.Fatalf("KillConnections ended %d connections, want the client's", killed)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Fatal("a transaction of a killed connection committed")
+	}
+	// Replication connections survive the kill.
+	for i := 1; i < 3; i++ {
+		if r := c.status(i).Replica; !r.Running() {
+			t.Fatalf("replica %d stopped replicating after KillConnections:\n%s", i, c.describe(i))
+		}
+	}
+
+	// Wait for the candidate to hold everything, check the old primary can follow it, promote.
+	old, err := c.admin[0].ExecutedGTIDSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.admin[1].WaitForGTID(ctx, old, waitTimeout); err != nil {
+		t.Fatal(err)
+	}
+	candidate := c.status(1)
+	if mysql.IsErrant(old, candidate.Executed, candidate.SourceID) {
+		t.Fatalf("the old primary has transactions the candidate lacks: %s",
+			mysql.ErrantTransactions(old, candidate.Executed, candidate.SourceID))
+	}
+	if err := c.admin[1].Promote(ctx, neverFallBack); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{2, 0} {
+		if err := c.admin[i].StartReplicaOf(ctx, c.source(1)); err != nil {
+			t.Fatalf("failed to point server %d at the new primary: %v", i, err)
+		}
+	}
+
+	c.insertRows(1, 21, 20)
+	c.waitReplicas(1)
+	want := c.content(1)
+	if !strings.HasPrefix(want, "40 rows") {
+		t.Fatalf("new primary holds %s, want 40 rows", want)
+	}
+	for _, i := range []int{0, 2} {
+		if got := c.content(i); got != want {
+			t.Errorf("server %d holds %s, new primary %s", i, got, want)
+		}
+		st := c.status(i)
+		if st.Role != mysql.RoleReplica || st.Replica.SourcePort != c.servers[1].Port || !st.Replica.Running() ||
+			st.Replica.LastSQLErrno != 0 {
+			t.Errorf("server %d does not follow the new primary cleanly:\n%s", i, c.describe(i))
+		}
+	}
+	if st := c.status(1); st.Role != mysql.RolePrimary || st.Replica != nil {
+		t.Errorf("server 1 after promotion: role %s, replica %+v", st.Role, st.Replica)
+	}
+}
+
+func TestSeedAReplicaFromADump(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, neverFallBack)
+	ctx := context.Background()
+	c.insertRows(0, 1, 30)
+
+	// An empty server, as a new Pod or one whose volume was lost: only its own admin user, made at init.
+	fresh := mysqltest.Start(t)
+	root, err := mysql.Open(flavor, fresh.RootDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := root.EnsureUserUnlogged(ctx, mysql.User{Kind: mysql.AdminUser, Name: adminUser,
+		Password: adminPassword}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Dump from the replica, as the admin user over the network, while the primary takes writes; restore into
+	// the fresh server as its root over the socket, as the new Pod would.
+	defaults := filepath.Join(t.TempDir(), "client.cnf")
+	escaped := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(adminPassword)
+	if err := os.WriteFile(defaults, []byte("[client]\npassword=\""+escaped+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	from := mysql.DumpOptions{DefaultsFile: defaults, Host: c.servers[1].Host, Port: c.servers[1].Port, User: adminUser}
+	to := mysql.DumpOptions{Socket: fresh.Socket, User: "root"}
+	dumpArgs, restoreArgs := flavor.DumpCommand(from), flavor.RestoreCommand(to)
+	dump := exec.Command(dumpArgs[0], dumpArgs[1:]...)
+	restore := exec.Command(restoreArgs[0], restoreArgs[1:]...)
+	var dumpErr, restoreOut strings.Builder
+	dump.Stderr = &dumpErr
+	restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
+	pipe, err := dump.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore.Stdin = pipe
+	writes := make(chan struct{})
+	db := c.app(0)
+	go func() {
+		defer close(writes)
+		for id := 31; id <= 60; id++ {
+			if _, err := db.Exec("INSERT INTO orders VALUES (?, 'during the dump', 0)", id); err != nil {
+				t.Errorf("insert during the dump: %v", err)
+				return
+			}
+		}
+	}()
+	if err := restore.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.Run(); err != nil {
+		t.Fatalf("%v: %v\n%s", dumpArgs, err, dumpErr.String())
+	}
+	if err := restore.Wait(); err != nil {
+		t.Fatalf("%v: %v\n%s", restoreArgs, err, restoreOut.String())
+	}
+	<-writes
+
+	seed, err := mysql.Open(flavor, fresh.DSN(adminUser, adminPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seed.Close()
+	st, err := seed.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Executed.IsEmpty() {
+		t.Fatal("the restored server has no GTID position: the dump did not carry one")
+	}
+	if err := seed.StartReplicaOf(ctx, c.source(0)); err != nil {
+		t.Fatal(err)
+	}
+	c.insertRows(0, 61, 10)
+	primary := c.status(0)
+	if err := seed.WaitForGTID(ctx, primary.Executed, waitTimeout); err != nil {
+		t.Fatal(err)
+	}
+	var count int
+	var sum sql.NullString
+	seeded, err := sql.Open("mysql", fresh.DSN(appUser, appPassword)+appDatabase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seeded.Close()
+	if err := seeded.QueryRow("SELECT COUNT(*), SUM(CRC32(CONCAT_WS(',', id, item, server))) FROM orders").
+		Scan(&count, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%d rows, checksum %s", count, sum.String), c.content(0); got != want {
+		t.Fatalf("the seeded replica holds %s, the primary %s", got, want)
+	}
+	st, err = seed.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Replica.Running() || st.Replica.LastSQLErrno != 0 {
+		t.Fatalf("the seeded replica does not replicate cleanly: %+v", st.Replica)
+	}
+	if errant := mysql.ErrantTransactions(st.Executed, primary.Executed, primary.SourceID); !errant.IsEmpty() {
+		t.Fatalf("the seeded replica has errant transactions: %s", errant)
+	}
+}
