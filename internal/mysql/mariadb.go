@@ -168,15 +168,12 @@ func (MariaDBFlavor) SetReadOnly(ctx context.Context, db DB, on bool) error {
 	return nil
 }
 
-// ChangeSource first makes gtid_slave_pos the server's current position. MASTER_USE_GTID=slave_pos resumes
-// from the last transaction the applier applied; on a former primary (or after a switchover back) that
-// misses the transactions the server wrote itself, and it would ask its new source for them again. For a
-// server that has only ever replicated, the two positions are the same and this changes nothing. Check a
-// former primary for errant transactions before you re-point it: this resumes after them.
+// ChangeSource resumes from gtid_slave_pos, the last transaction the applier applied. A former primary needs
+// nothing more: its own transactions come back from its new source carrying its own server_id, and the
+// receiver skips those (replicate_same_server_id is off) instead of applying them twice. That makes unique server_ids across the whole replicated set, members of other clusters included, a
+// requirement. Check a former primary for errant transactions before you re-point it: with gtid_strict_mode
+// its replication stops at the first divergence.
 func (MariaDBFlavor) ChangeSource(ctx context.Context, db DB, src Source) error {
-	if err := db.Exec(ctx, "SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos"); err != nil {
-		return fmt.Errorf("failed to set gtid_slave_pos: %w", err)
-	}
 	stmt := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %d, MASTER_USER = %s, "+
 		"MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
 		quoteString(src.Host), src.Port, quoteString(src.User), quoteString(src.Password))

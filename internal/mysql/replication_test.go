@@ -295,67 +295,91 @@ func TestSwitchoverFencesThePrimaryAndReattachesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Fence the old primary: read-only, then end every client connection.
-	if err := c.admin[0].SetReadOnly(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	killed, err := c.admin[0].KillConnections(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if killed < 1 {
-		t.Fatalf("KillConnections ended %d connections, want the client's", killed)
-	}
+	c.switchover(0, 1)
 	if err := tx.Commit(); err == nil {
 		t.Fatal("a transaction of a killed connection committed")
 	}
-	// Replication connections survive the kill.
-	for i := 1; i < 3; i++ {
-		if r := c.status(i).Replica; !r.Running() {
-			t.Fatalf("replica %d stopped replicating after KillConnections:\n%s", i, c.describe(i))
-		}
-	}
-
-	// Wait for the candidate to hold everything, check the old primary can follow it, promote.
-	old, err := c.admin[0].ExecutedGTIDSet(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.admin[1].WaitForGTID(ctx, old, waitTimeout); err != nil {
-		t.Fatal(err)
-	}
-	candidate := c.status(1)
-	if mysql.IsErrant(old, candidate.Executed, candidate.SourceID) {
-		t.Fatalf("the old primary has transactions the candidate lacks: %s",
-			mysql.ErrantTransactions(old, candidate.Executed, candidate.SourceID))
-	}
-	if err := c.admin[1].Promote(ctx, neverFallBack); err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range []int{2, 0} {
-		if err := c.admin[i].StartReplicaOf(ctx, c.source(1)); err != nil {
-			t.Fatalf("failed to point server %d at the new primary: %v", i, err)
-		}
-	}
-
 	c.insertRows(1, 21, 20)
 	c.waitReplicas(1)
-	want := c.content(1)
-	if !strings.HasPrefix(want, "40 rows") {
-		t.Fatalf("new primary holds %s, want 40 rows", want)
+	c.expectFollowers(1, "40 rows")
+
+	// And back: server 1 now re-attaches with the position it had as a replica of 0, older than its own
+	// writes as primary.
+	c.switchover(1, 0)
+	c.insertRows(0, 41, 20)
+	c.waitReplicas(0)
+	c.expectFollowers(0, "60 rows")
+}
+
+// switchover moves the primary from one server to another as the member controller will: fence the old
+// primary (read-only, end its clients), wait until the candidate holds everything it has, check the old
+// primary can follow the candidate, promote the candidate and point every other server at it.
+func (c *cluster) switchover(from, to int) {
+	c.t.Helper()
+	ctx := context.Background()
+	if err := c.admin[from].SetReadOnly(ctx, true); err != nil {
+		c.t.Fatal(err)
 	}
-	for _, i := range []int{0, 2} {
-		if got := c.content(i); got != want {
-			t.Errorf("server %d holds %s, new primary %s", i, got, want)
+	killed, err := c.admin[from].KillConnections(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if killed < 1 {
+		c.t.Fatalf("KillConnections ended %d connections, want the clients'", killed)
+	}
+	// Replication connections survive the kill.
+	for i := range c.servers {
+		if r := c.status(i).Replica; i != from && !r.Running() {
+			c.t.Fatalf("server %d stopped replicating after KillConnections:\n%s", i, c.describe(i))
+		}
+	}
+	old, err := c.admin[from].ExecutedGTIDSet(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.admin[to].WaitForGTID(ctx, old, waitTimeout); err != nil {
+		c.t.Fatal(err)
+	}
+	candidate := c.status(to)
+	if errant := mysql.ErrantTransactions(old, candidate.Executed, candidate.SourceID); !errant.IsEmpty() {
+		c.t.Fatalf("the old primary has transactions the candidate lacks: %s", errant)
+	}
+	if err := c.admin[to].Promote(ctx, neverFallBack); err != nil {
+		c.t.Fatal(err)
+	}
+	for i := range c.servers {
+		if i == to {
+			continue
+		}
+		if err := c.admin[i].StartReplicaOf(ctx, c.source(to)); err != nil {
+			c.t.Fatalf("failed to point server %d at the new primary: %v", i, err)
+		}
+	}
+}
+
+// expectFollowers checks that primary holds want and every other server the same rows, replicating from it
+// without errors.
+func (c *cluster) expectFollowers(primary int, want string) {
+	c.t.Helper()
+	content := c.content(primary)
+	if !strings.HasPrefix(content, want) {
+		c.t.Fatalf("primary %d holds %s, want %s", primary, content, want)
+	}
+	if st := c.status(primary); st.Role != mysql.RolePrimary || st.Replica != nil {
+		c.t.Errorf("server %d after promotion: role %s, replica %+v", primary, st.Role, st.Replica)
+	}
+	for i := range c.servers {
+		if i == primary {
+			continue
+		}
+		if got := c.content(i); got != content {
+			c.t.Errorf("server %d holds %s, primary %s", i, got, content)
 		}
 		st := c.status(i)
-		if st.Role != mysql.RoleReplica || st.Replica.SourcePort != c.servers[1].Port || !st.Replica.Running() ||
-			st.Replica.LastSQLErrno != 0 {
-			t.Errorf("server %d does not follow the new primary cleanly:\n%s", i, c.describe(i))
+		if st.Role != mysql.RoleReplica || st.Replica.SourcePort != c.servers[primary].Port ||
+			!st.Replica.Running() || st.Replica.LastSQLErrno != 0 {
+			c.t.Errorf("server %d does not follow the primary cleanly:\n%s", i, c.describe(i))
 		}
-	}
-	if st := c.status(1); st.Role != mysql.RolePrimary || st.Replica != nil {
-		t.Errorf("server 1 after promotion: role %s, replica %+v", st.Role, st.Replica)
 	}
 }
 

@@ -123,7 +123,7 @@ func (s *Server) SetReadOnly(ctx context.Context, on bool) error {
 
 // StartReplicaOf makes the server a read-only, semi-sync-acknowledging replica of src with GTID
 // auto-positioning, and starts replication. It may be called again to point at another source. On a former
-// primary, check it for errant transactions (ErrantTransactions) first: it resumes after everything it has.
+// primary, check it for errant transactions (ErrantTransactions) first: replication cannot reconcile them.
 func (s *Server) StartReplicaOf(ctx context.Context, src Source) error {
 	f, db := s.flavor, s.db
 	if err := f.SetReadOnly(ctx, db, true); err != nil {
