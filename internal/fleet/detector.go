@@ -48,6 +48,13 @@ func (t *traffic) done(answered bool) {
 	}
 }
 
+// answered records an answer the member gave outside the counted requests: a health probe's.
+func (t *traffic) answered() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastAnswer = time.Now()
+}
+
 // silence is how long requests have been waiting with no answer from the member; zero when none waits.
 func (t *traffic) silence(now time.Time) time.Duration {
 	t.mu.Lock()
@@ -73,49 +80,60 @@ const (
 	// suspectProbeTimeout bounds that probe; a member that does not answer it is unreachable. /readyz is exempt
 	// from API Priority and Fairness, so a member that is only busy answers it quickly.
 	suspectProbeTimeout = 3 * time.Second
+	// recheckEvery is how often a member found unreachable is probed until it answers again.
+	recheckEvery = 2 * time.Second
 )
 
-// suspectSilent probes at once every reachable member whose requests have waited suspectAfter with no answer.
-func (p *Provider) suspectSilent(now time.Time) {
+// detect runs every suspectAfter/2. It probes at once every reachable member whose requests have waited
+// suspectAfter with no answer, and re-probes every member found unreachable once its last probe is
+// recheckEvery old, so that a member is used again within seconds of answering, whatever the health interval.
+func (p *Provider) detect(now time.Time) {
 	p.mu.RLock()
-	var silent []string
+	var due []string
 	for name, m := range p.members {
-		if m.err == nil && m.traffic != nil && m.traffic.silence(now) > suspectAfter {
-			silent = append(silent, name)
+		if m.cl == nil || m.traffic == nil || m.probing {
+			continue
+		}
+		if m.err == nil && m.traffic.silence(now) > suspectAfter || m.err != nil && now.Sub(m.probedAt) >= recheckEvery {
+			due = append(due, name)
 		}
 	}
 	p.mu.RUnlock()
-	for _, name := range silent {
-		p.Suspect(name)
+	for _, name := range due {
+		p.probeNow(name)
 	}
 }
 
 // Suspect probes an engaged member at once, unless a probe of it is under way: a request to it went
 // unanswered. The probe, not the request, decides: a request may also time out on a member that is only busy
 // (queued by its API Priority and Fairness, or by the manager's own rate limit), and calling such a member
-// unreachable would stop all work there. A member that fails the probe is unreachable until its health probe
-// sees it answer again.
+// unreachable would stop all work there. A member that fails the probe is unreachable until a probe sees it
+// answer again.
 func (p *Provider) Suspect(name string) {
+	p.probeNow(name)
+}
+
+// probeNow probes an engaged member's /readyz unless a probe of it is under way, and records the verdict.
+func (p *Provider) probeNow(name string) {
 	p.mu.Lock()
 	m := p.members[name]
-	if m == nil || m.health == nil || m.err != nil || m.probing || p.ctx == nil {
+	if m == nil || m.cl == nil || m.health == nil || m.probing || p.ctx == nil {
 		p.mu.Unlock()
 		return
 	}
 	m.probing = true
-	hc, ctx := m.health, p.ctx
+	cl, hc, tr, ctx := m.cl, m.health, m.traffic, p.ctx
 	p.mu.Unlock()
 	go func() {
 		pctx, cancel := context.WithTimeout(ctx, suspectProbeTimeout)
 		err := readyz(pctx, hc)
 		cancel()
+		if err == nil {
+			tr.answered()
+		}
 		p.mu.Lock()
-		if cur := p.members[name]; cur == m {
-			m.probing = false
-		}
+		m.probing, m.probedAt = false, time.Now()
 		p.mu.Unlock()
-		if err != nil {
-			p.setHealth(name, err)
-		}
+		p.setHealth(name, cl, err)
 	}()
 }

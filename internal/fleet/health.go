@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // errDisengaged ends the alive context of a member whose cluster was stopped.
@@ -41,20 +42,29 @@ func healthClient(cfg *rest.Config) (rest.Interface, error) {
 
 // probe asks every engaged member's API server whether it is ready, all at once, and records changes.
 func (p *Provider) probe(ctx context.Context) {
+	type target struct {
+		cl      cluster.Cluster
+		health  rest.Interface
+		traffic *traffic
+	}
 	p.mu.RLock()
-	targets := map[string]rest.Interface{}
+	targets := map[string]target{}
 	for name, m := range p.members {
 		if m.cl != nil && m.health != nil {
-			targets[name] = m.health
+			targets[name] = target{m.cl, m.health, m.traffic}
 		}
 	}
 	p.mu.RUnlock()
 	var wg sync.WaitGroup
-	for name, hc := range targets {
+	for name, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.setHealth(name, readyz(ctx, hc))
+			err := readyz(ctx, t.health)
+			if err == nil {
+				t.traffic.answered()
+			}
+			p.setHealth(name, t.cl, err)
 		}()
 	}
 	wg.Wait()
@@ -73,11 +83,12 @@ func readyz(ctx context.Context, hc rest.Interface) error {
 	return fmt.Errorf("%w: /readyz: %v", ErrUnreachable, err)
 }
 
-// setHealth records an engaged member's reachability and tells the reconciler when it changed.
-func (p *Provider) setHealth(name string, err error) {
+// setHealth records an engaged member's reachability, as probed through its cluster cl, and tells the
+// reconciler when it changed. A probe of a cluster since replaced says nothing about the new one.
+func (p *Provider) setHealth(name string, cl cluster.Cluster, err error) {
 	p.mu.Lock()
 	m := p.members[name]
-	if m == nil || m.cl == nil || (m.err == nil) == (err == nil) {
+	if m == nil || m.cl == nil || m.cl != cl || (m.err == nil) == (err == nil) {
 		p.mu.Unlock()
 		return
 	}
@@ -87,6 +98,7 @@ func (p *Provider) setHealth(name string, err error) {
 	} else {
 		m.revive()
 	}
+	p.report(name, m)
 	p.mu.Unlock()
 	if err != nil {
 		p.log.Info("Member stopped answering", "member", name, "err", err.Error())

@@ -25,13 +25,17 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -68,7 +72,14 @@ type State struct {
 	placement.Member
 	// Engaged is true when the member's cluster is running and engaged with the manager.
 	Engaged bool
-	// Err is why the member is not engaged: a refused kubeconfig, invalid facts, or an unreachable API server.
+	// Err is why the member cannot be used, nil when it is engaged and answers. Tell the kinds apart with
+	// errors.Is:
+	//   - ErrRefused: the registration itself is wrong (a kubeconfig the gate refused, or invalid facts such
+	//     as a missing cloud label). Nothing is retried until the Secret changes.
+	//   - ErrUnreachable: the member's API server did not answer (first sync timed out, or a /readyz probe
+	//     failed). Retried with backoff, or probed until it answers.
+	//   - anything else: the manager could not build or run the member's cluster (its cache stopped, say).
+	//     Retried with backoff.
 	Err error
 	// Alive, set while the member is engaged and answers, is cancelled as soon as the member is found
 	// unreachable or leaves, with the reason as its cause. Work in flight there derives its context from it, so
@@ -86,11 +97,22 @@ type Provider struct {
 	members  map[string]*member
 	indexers []index
 
-	mgr      mcmanager.Manager
+	engager  engager
 	hub      client.Client
 	recorder events.EventRecorder
 	// ctx is the manager's context, the parent of every member cluster's context.
 	ctx context.Context
+
+	// newCluster builds a member's cluster: cluster.New, replaced in tests.
+	newCluster func(*rest.Config, ...cluster.Option) (cluster.Cluster, error)
+	// retries has the registration controller process a member's Secret again: a member whose cluster
+	// stopped on its own is retried after its backoff, and no Secret event would bring it back.
+	retries chan event.GenericEvent
+}
+
+// engager engages a member's cluster with the manager: the multicluster manager, or a stand-in in tests.
+type engager interface {
+	Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 }
 
 type index struct {
@@ -101,8 +123,13 @@ type index struct {
 
 var _ multicluster.Provider = &Provider{}
 
-// ErrUnreachable wraps the error of a member whose API server did not answer in time.
-var ErrUnreachable = errors.New("member unreachable")
+var (
+	// ErrUnreachable wraps the error of a member whose API server did not answer in time.
+	ErrUnreachable = errors.New("member unreachable")
+	// ErrRefused wraps the error of a registration that cannot be used as it stands: its kubeconfig was
+	// refused by the gate, or its facts (labels, annotations) are invalid. Only a change of the Secret helps.
+	ErrRefused = errors.New("member registration refused")
+)
 
 // New returns a provider; SetupWithManager wires it.
 func New(opts Options) *Provider {
@@ -115,13 +142,14 @@ func New(opts Options) *Provider {
 	if opts.HealthInterval == 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{}}
+	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{},
+		newCluster: cluster.New, retries: make(chan event.GenericEvent, 64)}
 }
 
 // SetupWithManager registers the registration controller on the hub's manager. It runs only on the elected
 // leader, like every controller, so standbys hold no member connections.
 func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
-	p.mgr = mgr
+	p.engager = mgr
 	local := mgr.GetLocalManager()
 	p.hub = local.GetClient()
 	p.recorder = local.GetEventRecorder("mysqlfleet")
@@ -131,6 +159,7 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	return ctrl.NewControllerManagedBy(local).
 		Named("member-registration").
 		For(&corev1.Secret{}, builder.WithPredicates(isRegistration)).
+		WatchesRawSource(source.Channel(p.retries, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentRegistrations}).
 		Complete(p)
 }
@@ -201,16 +230,16 @@ func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Unlock()
 	t := time.NewTicker(p.opts.HealthInterval)
 	defer t.Stop()
-	silence := time.NewTicker(suspectAfter / 2)
-	defer silence.Stop()
+	detect := time.NewTicker(suspectAfter / 2)
+	defer detect.Stop()
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-t.C:
 			go p.probe(ctx) // a member that does not answer must not hold up the silence checks
-		case now := <-silence.C:
-			p.suspectSilent(now)
+		case now := <-detect.C:
+			p.detect(now)
 		}
 	}
 	p.mu.Lock()

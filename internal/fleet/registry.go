@@ -12,9 +12,11 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -30,11 +32,15 @@ type member struct {
 	cancel  context.CancelFunc
 	err     error
 	backoff time.Duration
+	// engagedAt is when the running cluster was engaged; the backoff starts again once it ran for maxBackoff.
+	engagedAt time.Time
 	// health probes the member's /readyz; set while engaged.
 	health rest.Interface
-	// traffic sees the requests to the member; probing is true while a probe of it is under way.
-	traffic *traffic
-	probing bool
+	// traffic sees the requests of the member's cluster; probing is true while a probe of it is under way, and
+	// probedAt is when the last one ended.
+	traffic  *traffic
+	probing  bool
+	probedAt time.Time
 	// attempted is true once a registration of the current Secret finished, whatever its outcome.
 	attempted bool
 	// alive is cancelled, with the reason, when the member is found unreachable or disengaged; a new one
@@ -61,6 +67,9 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 
 	facts, factErr := placement.MemberFromSecret(&secret)
+	if factErr != nil {
+		factErr = fmt.Errorf("%w: %w", ErrRefused, factErr)
+	}
 	data := secret.Data[v1alpha1.KubeconfigKey]
 	// The namespaces a member allows shape its cache, so a change to them rebuilds the cluster like a new
 	// kubeconfig does.
@@ -76,6 +85,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	factsChanged := !equalMember(m.facts, facts) || (m.factErr == nil) != (factErr == nil)
 	m.facts, m.factErr = facts, factErr
 	sameConfig := m.hash == hashStr && m.cl != nil
+	p.report(name, m)
 	p.mu.Unlock()
 	if factErr != nil {
 		p.event(&secret, corev1.EventTypeWarning, "InvalidRegistration", factErr.Error())
@@ -93,6 +103,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	cfg, err := kubeconfig.RESTConfig(name, data, p.opts.Kubeconfig)
 	if err != nil {
 		// The error names the refused field, never a secret value.
+		err = fmt.Errorf("%w: %w", ErrRefused, err)
 		log.Error(err, "Refused member kubeconfig")
 		p.setErr(name, hashStr, err)
 		p.event(&secret, corev1.EventTypeWarning, "KubeconfigRefused", err.Error())
@@ -121,13 +132,24 @@ const (
 
 // engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
 func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, namespaces []string, log logr.Logger) error {
-	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+	// Every request of the member's cluster (applies, reads, and the cache's lists and watches) passes through
+	// the failure detector, so that requests waiting with no answer get the member probed at once. The health
+	// client stays out: its probe is the verdict, and a probe waiting on a partitioned member must not count
+	// as the member's silence and trigger a second probe.
+	tr := &traffic{}
+	clusterCfg := rest.CopyConfig(cfg)
+	clusterCfg.Wrap(tr.wrap)
+	cl, err := p.newCluster(clusterCfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.Logger = log
 		o.Cache = memberCacheOptions(namespaces)
 	})
 	if err != nil {
 		return fmt.Errorf("building client for member %s: %w", name, err)
+	}
+	health, err := healthClient(cfg)
+	if err != nil {
+		return fmt.Errorf("building health client for member %s: %w", name, err)
 	}
 	p.mu.RLock()
 	for _, idx := range p.indexers {
@@ -138,20 +160,17 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 	}
 	p.mu.RUnlock()
 
-	clusterCtx, cancel := context.WithCancel(p.baseContext(ctx))
-	tr := &traffic{}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(tr.wrap)
-	go func() {
-		if err := cl.Start(clusterCtx); err != nil {
-			log.Error(err, "Member cluster stopped")
-		}
-	}()
+	clusterCtx, stop := context.WithCancelCause(p.baseContext(ctx))
+	cancel := func() { stop(errDisengaged) }
+	go p.run(clusterCtx, stop, name, cl, log)
 	syncCtx, syncCancel := context.WithTimeout(clusterCtx, p.opts.SyncTimeout)
 	defer syncCancel()
 	for _, obj := range p.opts.WatchedObjects {
 		if _, err := cl.GetCache().GetInformer(syncCtx, obj); err != nil {
 			cancel()
+			if cause := context.Cause(clusterCtx); cause != errDisengaged {
+				return cause // the cluster stopped on its own: say why, rather than blame the member
+			}
 			return fmt.Errorf("%w: no answer from %s within %s", ErrUnreachable, cfg.Host, p.opts.SyncTimeout)
 		}
 	}
@@ -164,20 +183,68 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 		cancel()
 		return fmt.Errorf("member %s changed during registration", name)
 	}
-	m.cl, m.cancel, m.hash, m.err, m.backoff, m.traffic = cl, cancel, hash, nil, 0, tr
-	m.revive()
-	m.health, err = healthClient(cfg)
-	p.mu.Unlock()
-	if err != nil {
-		p.disengage(name)
-		return err
+	if clusterCtx.Err() != nil {
+		// Stopped on its own after the informers synced, before run could find it engaged.
+		p.mu.Unlock()
+		return context.Cause(clusterCtx)
 	}
+	m.cl, m.cancel, m.hash, m.err, m.traffic, m.health = cl, cancel, hash, nil, tr, health
+	m.engagedAt = time.Now()
+	m.revive()
+	p.report(name, m)
+	p.mu.Unlock()
 
-	if err := p.mgr.Engage(clusterCtx, multicluster.ClusterName(name), cl); err != nil {
+	if err := p.engager.Engage(clusterCtx, multicluster.ClusterName(name), cl); err != nil {
 		p.disengage(name)
 		return fmt.Errorf("engaging member %s: %w", name, err)
 	}
 	return nil
+}
+
+// run runs a member's cluster until it is stopped. A cluster whose Start returns while nobody stopped it (its
+// cache failed) leaves the member with a dead cache: nothing would ever be read or watched there again. It is
+// disengaged, its error recorded, and its registration retried after the backoff.
+func (p *Provider) run(ctx context.Context, stop context.CancelCauseFunc, name string, cl cluster.Cluster, log logr.Logger) {
+	err := cl.Start(ctx)
+	if ctx.Err() != nil {
+		if err != nil {
+			log.Error(err, "Member cluster stopped")
+		}
+		return
+	}
+	if err == nil {
+		err = errors.New("it returned with no error")
+	}
+	err = fmt.Errorf("member %s cluster stopped: %w", name, err)
+	log.Error(err, "Member cluster stopped; retrying")
+	stop(err)
+
+	p.mu.Lock()
+	m := p.members[name]
+	if m == nil || m.cl != cl {
+		// Not engaged yet (engage sees the stopped context and reports it), or already replaced or removed.
+		p.mu.Unlock()
+		return
+	}
+	m.lose(err)
+	m.cl, m.cancel, m.health, m.traffic = nil, nil, nil, nil
+	backoff := m.fail(err)
+	p.report(name, m)
+	p.mu.Unlock()
+	p.changed(name)
+	p.retryAfter(name, backoff)
+}
+
+// retryAfter has the registration controller process the member's Secret again after d.
+func (p *Provider) retryAfter(name string, d time.Duration) {
+	ctx := p.baseContext(context.Background())
+	ev := event.GenericEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: name}}}
+	time.AfterFunc(d, func() {
+		select {
+		case p.retries <- ev:
+		case <-ctx.Done():
+		}
+	})
 }
 
 func (p *Provider) setErr(name, hash string, err error) time.Duration {
@@ -187,7 +254,22 @@ func (p *Provider) setErr(name, hash string, err error) time.Duration {
 	if m == nil {
 		return initialBackoff
 	}
-	m.hash, m.err = hash, err
+	m.hash = hash
+	backoff := m.fail(err)
+	p.report(name, m)
+	return backoff
+}
+
+// fail records why a member cannot be used and returns how long to wait before registering it again. The wait
+// doubles with each failure and starts again from initialBackoff once the member's cluster had run for
+// maxBackoff, so that a cluster that stops soon after every start is not rebuilt every few seconds. Callers
+// hold p.mu.
+func (m *member) fail(err error) time.Duration {
+	m.err = err
+	if !m.engagedAt.IsZero() && time.Since(m.engagedAt) >= maxBackoff {
+		m.backoff = 0
+	}
+	m.engagedAt = time.Time{}
 	if m.backoff == 0 {
 		m.backoff = initialBackoff
 	} else {
@@ -203,6 +285,7 @@ func (p *Provider) disengage(name string) {
 		m.cancel()
 		m.lose(errDisengaged)
 		m.cl, m.cancel, m.hash, m.health, m.traffic = nil, nil, "", nil, nil
+		p.report(name, m)
 	}
 }
 
@@ -215,6 +298,7 @@ func (p *Provider) remove(name string, log logr.Logger, why string) {
 		}
 		m.lose(errDisengaged)
 		delete(p.members, name)
+		forget(name)
 	}
 	p.mu.Unlock()
 	if ok {
