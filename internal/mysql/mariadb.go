@@ -88,6 +88,9 @@ func (f MariaDBFlavor) ServerInfo(ctx context.Context, db DB) (*ServerInfo, erro
 	if err != nil {
 		return nil, fmt.Errorf("failed to read server variables: %w", err)
 	}
+	if row == nil {
+		return nil, fmt.Errorf("failed to read server variables: no row")
+	}
 	id, err := row.Int("server_id")
 	if err != nil {
 		return nil, err

@@ -214,6 +214,54 @@ func TestErrantWriteOnAReplica(t *testing.T) {
 	}
 }
 
+// TestFencingAPrimaryNoReplicaAcknowledges is the failover case: the primary's replicas are gone (here,
+// stopped) while a client commits. read_only cannot be set while that commit waits; ending the connections
+// releases it, and the commit stays in the old primary's binary log, in doubt, which makes the old primary
+// errant against the replica that takes over.
+func TestFencingAPrimaryNoReplicaAcknowledges(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, neverFallBack)
+	ctx := context.Background()
+	if err := c.admin[1].StopReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app := c.app(0)
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Exec("INSERT INTO orders VALUES (1, 'in doubt', 0)")
+		done <- err
+	}()
+	c.eventually("the commit to wait for an acknowledgement", func() bool {
+		return c.status(0).SemiSync.WaitingSessions == 1
+	})
+
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := c.admin[0].SetReadOnly(short, true); err == nil {
+		t.Fatal("read_only was set while a commit waited for an acknowledgement")
+	}
+	if killed, err := c.admin[0].KillConnections(ctx); err != nil || killed < 1 {
+		t.Fatalf("KillConnections: %d, %v", killed, err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the client was told its unacknowledged commit succeeded")
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the waiting commit outlived its connection")
+	}
+	if err := c.admin[0].SetReadOnly(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+
+	old, replica := c.status(0), c.status(1)
+	errant := mysql.ErrantTransactions(old.Executed, replica.Executed, replica.SourceID)
+	if want := fmt.Sprintf("0-%d-", old.ServerID); !strings.HasPrefix(errant.String(), want) {
+		t.Fatalf("the old primary's in-doubt commit: errant %q, want one of server %d", errant, old.ServerID)
+	}
+}
+
 func TestReadOnlyStopsTheApplicationUser(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, neverFallBack)

@@ -115,8 +115,11 @@ func (s *Server) ExecutedGTIDSet(ctx context.Context) (GTIDSet, error) {
 	return s.flavor.ExecutedGTIDSet(ctx, s.db)
 }
 
-// SetReadOnly makes the server refuse (on) or accept (off) client writes. Turning it on waits for running
-// write transactions to finish, bounded by the server's lock_wait_timeout.
+// SetReadOnly makes the server refuse (on) or accept (off) client writes. Turning it on waits for commits in
+// progress, and that includes commits waiting for a semi-sync acknowledgement: on a primary no replica
+// acknowledges (they are gone, or their receivers stopped) it blocks until ctx ends. Fence such a primary with
+// KillConnections first, which ends the waiting commits (they stay in its binary log and are in doubt: see
+// ErrantTransactions), then SetReadOnly.
 func (s *Server) SetReadOnly(ctx context.Context, on bool) error {
 	return s.flavor.SetReadOnly(ctx, s.db, on)
 }
