@@ -1,31 +1,33 @@
 package controllers_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
@@ -37,15 +39,27 @@ func TestIdleFleetMakesNoWrites(t *testing.T) {
 	c := newCluster("idle", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
 	create(t, c)
 	eventuallyReady(g, client.ObjectKeyFromObject(c))
-	time.Sleep(3 * time.Second) // let status writes and member controllers settle
 
-	before := fleetWrites(g)
-	time.Sleep(20 * time.Second)
-	after := fleetWrites(g)
-	for name, n := range after {
-		g.Expect(n).To(Equal(before[name]), "writes to %s during the idle window", name)
+	before := settledWrites(t, g)
+	g.Consistently(func() map[string]float64 { return diff(before, fleetWrites(g)) }, 20*time.Second, 2*time.Second).
+		Should(BeEmpty(), "write requests while idle")
+}
+
+// settledWrites waits until the last status writes and the member controllers' work are done, that is until
+// the fleet's write counters stay put for a few seconds, and returns them.
+func settledWrites(t *testing.T, g Gomega) map[string]float64 {
+	var last map[string]float64
+	err := wait.PollUntilContextTimeout(context.Background(), 3*time.Second, time.Minute, false,
+		func(context.Context) (bool, error) {
+			cur := fleetWrites(g)
+			settled := last != nil && maps.Equal(cur, last)
+			last = cur
+			return settled, nil
+		})
+	if err != nil {
+		t.Fatalf("the fleet's writes did not settle: %v", err)
 	}
-	t.Logf("write requests while idle for 20s: %v", diff(before, after))
+	return last
 }
 
 // writesOfManager are the resources the manager writes; in members nothing else writes their main resource
@@ -54,8 +68,7 @@ var (
 	memberResources = map[string]bool{"statefulsets": true, "services": true, "configmaps": true, "secrets": true,
 		"poddisruptionbudgets": true, "cronjobs": true, "persistentvolumeclaims": true, "namespaces": true}
 	hubResources = map[string]bool{"mysqlclusters": true, "secrets": true, "events": true}
-	requestLine  = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\S+)$`)
-	labelPair    = regexp.MustCompile(`(\w+)="([^"]*)"`)
+	writeVerbs   = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 )
 
 // fleetWrites counts write requests per cluster and resource, from each API server's metrics.
@@ -68,24 +81,18 @@ func fleetWrites(g Gomega) map[string]float64 {
 		if c == fleet.Hub {
 			watched = hubResources
 		}
-		sc := bufio.NewScanner(strings.NewReader(string(raw)))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			m := requestLine.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+		g.Expect(err).NotTo(HaveOccurred(), "metrics of %s", c.Name)
+		for _, m := range families["apiserver_request_total"].GetMetric() {
 			l := map[string]string{}
-			for _, p := range labelPair.FindAllStringSubmatch(m[1], -1) {
-				l[p[1]] = p[2]
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
 			}
-			write := map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}[l["verb"]]
-			if !write || !watched[l["resource"]] || (c != fleet.Hub && l["subresource"] != "") {
+			if !writeVerbs[l["verb"]] || !watched[l["resource"]] || (c != fleet.Hub && l["subresource"] != "") {
 				continue
 			}
-			var n float64
-			_, _ = fmt.Sscan(m[2], &n)
-			out[c.Name+"/"+l["resource"]+"/"+l["subresource"]+"/"+l["verb"]] += n
+			out[c.Name+"/"+l["resource"]+"/"+l["subresource"]+"/"+l["verb"]] += m.GetCounter().GetValue()
 		}
 	}
 	return out
@@ -186,7 +193,7 @@ func TestUnresponsiveMemberDoesNotStallRegistrations(t *testing.T) {
 }
 
 // Hostile kubeconfigs are refused before any client exists: an Event on the Secret says why, the exec plugin
-// never runs, and a MySQLCluster placed there reports the member as unreachable with the reason.
+// never runs, and a MySQLCluster placed there reports the member's refusal with the reason.
 func TestHostileKubeconfigsAreRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -229,12 +236,12 @@ func TestHostileKubeconfigsAreRefused(t *testing.T) {
 	c := newCluster("hostile", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{"hostile-exec"} })
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	g.Eventually(func() string {
-		if ms := memberStatus(get(g, key), "hostile-exec"); ms != nil {
-			return string(ms.Phase) + ": " + ms.LastError
-		}
-		return ""
-	}, 30*time.Second, 100*time.Millisecond).Should(And(HavePrefix("Unreachable"), ContainSubstring("exec")))
+	g.Eventually(func(g Gomega) {
+		ms := memberStatus(get(g, key), "hostile-exec")
+		g.Expect(ms).NotTo(BeNil())
+		g.Expect(ms.LastError).To(And(ContainSubstring("refused"), ContainSubstring("exec")))
+		g.Expect(findMemberCondition(ms, v1alpha1.MemberConditionReachable).Status).To(Equal(metav1.ConditionFalse))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	_, err := os.Stat(marker)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin must never run")
 	for name := range hostile {
@@ -402,10 +409,14 @@ func stopMember(t *testing.T, m *testfleet.Cluster) (restart func()) {
 }
 
 // A member cut off behind a network partition (connections held open, nothing answered, as the relay does) is
-// found out by a probe rather than by each request's deadline: it is reported unreachable with the probe's
-// reason while the other members converge on a change, and it catches up once the partition heals. The gcp
-// member is registered through the relay for the test (registering its API server under a second name would
-// make the two registrations fight over the same objects).
+// found out by the failure detector: requests to it wait a second with no answer, so it is probed at once, and
+// the probe fails. Nothing else can find it within the 30 s this test waits: the manager here probes members
+// only every ten minutes and gives a pass ten minutes in a member (whose timeout would also have it probed),
+// and client-go's HTTP/2 health check drops a silent connection only after 45 s (30 s idle, 15 s ping). The
+// member is reported unreachable with the probe's reason while the other members converge on a change, and it
+// catches up once the partition heals, found by the detector's re-probe. The gcp member is registered through
+// the relay for the test (registering its API server under a second name would make the two registrations
+// fight over the same objects).
 func TestPartitionedMemberIsCutOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -416,6 +427,10 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 	relay, err := testfleet.NewBlackhole(u.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(relay.Close)
+	restartManager(t, func(o *manager.Options) {
+		o.MemberHealthInterval = 10 * time.Minute
+		o.MemberTimeout = 10 * time.Minute
+	})
 	kc, err := testfleet.KubeconfigVia(gcp.Kubeconfig, relay.Addr())
 	g.Expect(err).NotTo(HaveOccurred())
 	setKubeconfig := func(data []byte) {
@@ -437,15 +452,15 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 
 	relay.Drop(true)
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
-	g.Eventually(func() int32 { return statefulSet(g, "aws-eu-west-1", key).Status.ReadyReplicas },
-		time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
 	g.Eventually(func() metav1.Condition {
 		if ms := memberStatus(get(g, key), member); ms != nil {
 			return findMemberCondition(ms, v1alpha1.MemberConditionReachable)
 		}
 		return metav1.Condition{}
-	}, time.Minute, 250*time.Millisecond).Should(And(
+	}, 30*time.Second, 250*time.Millisecond).Should(And(
 		HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("/readyz"))))
+	g.Eventually(func() int32 { return statefulSet(g, "aws-eu-west-1", key).Status.ReadyReplicas },
+		time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
 	// The hub shows what the member's StatefulSet shows one pass later.
 	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
 		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
@@ -454,4 +469,15 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 	got := eventuallyReady(g, key)
 	g.Expect(got.Status.ReadyReplicas).To(Equal("4/4"))
 	g.Expect(*statefulSet(g, member, key).Spec.Replicas).To(Equal(int32(2)))
+}
+
+// restartManager replaces the suite's manager with one whose options adjust changed, until the test ends.
+func restartManager(t *testing.T, adjust func(*manager.Options)) {
+	t.Helper()
+	stopManager()
+	startManager(adjust)
+	t.Cleanup(func() {
+		stopManager()
+		startManager()
+	})
 }

@@ -86,9 +86,10 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// startManager runs the hub manager in-process, without leader election (one replica).
-func startManager() {
-	mgr := must(manager.New(fleet.Hub.Config, manager.Options{
+// startManager runs the hub manager in-process, without leader election (one replica); adjust sets other
+// options for a test that restarts it.
+func startManager(adjust ...func(*manager.Options)) {
+	opts := manager.Options{
 		Namespace:              mgrNamespace,
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
@@ -96,7 +97,12 @@ func startManager() {
 		MemberHealthInterval:   time.Second,
 		MemberTimeout:          5 * time.Second,
 		DeletionTimeout:        15 * time.Second,
-	}))
+	}
+	opts.SkipControllerNameValidation = true // a restarted manager reuses the controller names
+	for _, a := range adjust {
+		a(&opts)
+	}
+	mgr := must(manager.New(fleet.Hub.Config, opts))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopMgr, mgrStopped = cancel, make(chan struct{})
 	go func() {
