@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -12,15 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -291,33 +290,22 @@ type requestKey struct{ code, method, host string }
 
 type requestCounts map[requestKey]float64
 
-var (
-	requestSeries = regexp.MustCompile(`^rest_client_requests_total\{(.*)\} (\S+)$`)
-	metricLabel   = regexp.MustCompile(`(\w+)="([^"]*)"`)
-)
-
-// parseRequests reads one counter from the Prometheus text format. It is a few lines, and keeps the test from
-// making prometheus/common, an indirect dependency, a direct one.
+// parseRequests reads the counter rest_client_requests_total from a Prometheus text exposition.
 func parseRequests(r io.Reader) (requestCounts, error) {
-	counts := requestCounts{}
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for s.Scan() {
-		m := requestSeries.FindStringSubmatch(s.Text())
-		if m == nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range metricLabel.FindAllStringSubmatch(m[1], -1) {
-			labels[l[1]] = l[2]
-		}
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return nil, fmt.Errorf("parsing %q: %w", s.Text(), err)
-		}
-		counts[requestKey{labels["code"], labels["method"], labels["host"]}] += v
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
 	}
-	return counts, s.Err()
+	counts := requestCounts{}
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		counts[requestKey{labels["code"], labels["method"], labels["host"]}] += m.GetCounter().GetValue()
+	}
+	return counts, nil
 }
 
 // to counts the requests sent to host.
