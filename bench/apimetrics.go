@@ -1,25 +1,21 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
-)
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)`)
-	labelPair  = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 )
 
 // sample is one line of a Prometheus text exposition.
@@ -28,29 +24,30 @@ type sample struct {
 	value  float64
 }
 
-// parseMetric returns the samples of one metric from a Prometheus text exposition.
+// parseMetric returns the samples of one metric from a Prometheus text exposition, named as in the exposition:
+// a histogram's are its _bucket, _sum and _count samples. Like a scrape, it keeps what parses of a damaged
+// exposition.
 func parseMetric(raw []byte, name string) []sample {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, _ := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	var out []sample
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
+	for family, f := range families {
+		if !strings.HasPrefix(name, family) {
+			continue // a family's samples are named after it
 		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil || m[1] != name {
-			continue
+		samples, _ := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, f)
+		for _, s := range samples {
+			if string(s.Metric[model.MetricNameLabel]) != name {
+				continue
+			}
+			l := map[string]string{}
+			for k, v := range s.Metric {
+				if k != model.MetricNameLabel {
+					l[string(k)] = string(v)
+				}
+			}
+			out = append(out, sample{labels: l, value: float64(s.Value)})
 		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		l := map[string]string{}
-		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			l[p[1]] = p[2]
-		}
-		out = append(out, sample{labels: l, value: v})
 	}
 	return out
 }
