@@ -8,7 +8,8 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 # envtest and the test fleet find kube-apiserver, etcd and the rest here.
 export KUBEBUILDER_ASSETS := $(BIN)
 export MYSQLFLEET_BIN := $(BIN)
-GO_TEST_FLAGS ?= -count=1 -timeout=30m
+# The race detector is on for every test run: the reconciler fans out across members in goroutines.
+GO_TEST_FLAGS ?= -race -count=1 -timeout=40m
 IMG ?= mysqlfleet/manager:dev
 
 # Binaries a test run needs: control planes for hub and members, plus kwok for fake nodes.

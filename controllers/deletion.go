@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,31 +23,33 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 )
 
-// ForceDetachAnnotation on a MySQLCluster being deleted releases it at once, without waiting for unreachable
-// members; their objects stay where they are, and are listed in an Event.
-const ForceDetachAnnotation = "mysqlfleet.io/force-detach"
-
-// teardown removes one MySQLCluster's objects from one member, found by the labels naming it. Workloads,
-// Services, configuration and credentials always go; PersistentVolumeClaims (data and backups) only with
-// deletionPolicy Delete. The Namespace is never deleted: other databases or the retained volumes live there.
-// It returns whether nothing is left to remove.
-func teardown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (bool, error) {
-	sel := client.MatchingLabels{v1alpha1.ClusterNameLabel: c.Name, v1alpha1.ClusterNamespaceLabel: c.Namespace,
-		v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+// teardown removes one MySQLCluster's objects from one member: those that carry its UID label, never an object
+// of the same name that another MySQLCluster (a predecessor, say) or a person made. Workloads, Services,
+// configuration and credentials go; PersistentVolumeClaims (data and backups) only when deleteVolumes, and only
+// once no StatefulSet of it is left, since the StatefulSet's Pods use them. The StatefulSet keeps its claims
+// (whenDeleted Retain), so mysqlfleet is the only one that deletes them. The Namespace is never deleted: other
+// databases or the retained volumes live there. It returns whether nothing is left to remove.
+func teardown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster, deleteVolumes bool) (bool, error) {
+	sel := client.MatchingLabels{v1alpha1.ClusterUIDLabel: string(c.UID), v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 	lists := []client.ObjectList{
-		&batchv1.CronJobList{}, &appsv1.StatefulSetList{}, &policyv1.PodDisruptionBudgetList{},
+		&appsv1.StatefulSetList{}, &batchv1.CronJobList{}, &policyv1.PodDisruptionBudgetList{},
 		&corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
 	}
-	if c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete {
+	if deleteVolumes {
 		lists = append(lists, &corev1.PersistentVolumeClaimList{})
 	}
 	done := true
 	var errs []error
 	for _, list := range lists {
+		if _, ok := list.(*corev1.PersistentVolumeClaimList); ok && !done {
+			break // a StatefulSet (listed first) is still there: its Pods may still use the claims
+		}
 		if err := mc.List(ctx, list, client.InNamespace(c.Namespace), sel); err != nil {
 			errs = append(errs, err)
+			done = false
 			continue
 		}
 		items, err := metaItems(list)
@@ -58,8 +62,10 @@ func teardown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (
 				continue
 			}
 			// Background propagation: the member's garbage collector removes the CronJob's Jobs and the
-			// StatefulSet's Pods (its own retention policy keeps or deletes the volumes).
-			if err := mc.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			// StatefulSet's Pods. The UID precondition makes sure that what is deleted is what was listed.
+			uid := obj.GetUID()
+			err := mc.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("failed to delete %T %s: %w", obj, client.ObjectKeyFromObject(obj), err))
 			}
 		}
@@ -83,8 +89,60 @@ func metaItems(list client.ObjectList) ([]client.Object, error) {
 	return out, nil
 }
 
-// reconcileDeparted removes this MySQLCluster's objects from engaged members that are no longer placed, per
-// deletionPolicy. A member whose registration was deleted cannot be reached any more, and keeps its objects.
+// teardownResult is what tearing down in one member found.
+type teardownResult struct {
+	member string
+	done   bool
+	err    error
+	// unreachable: the member cannot be reached or its registration was refused; waiting is all there is to do.
+	unreachable bool
+}
+
+// teardownMembers tears the MySQLCluster down in the given members at once, each bounded by MemberTimeout and
+// stopped as soon as its member is found unreachable. A member that is registering (a new kubeconfig, say) is
+// not done: it is waited for, never skipped.
+func (r *MySQLClusterReconciler) teardownMembers(ctx context.Context, c *v1alpha1.MySQLCluster, states []fleet.State,
+	deleteVolumes bool) []teardownResult {
+	results := make([]teardownResult, len(states))
+	var wg sync.WaitGroup
+	for i, m := range states {
+		results[i].member = m.Name
+		if m.Err != nil {
+			results[i].unreachable, results[i].err = true, m.Err
+			continue
+		}
+		if !m.Engaged {
+			results[i].err = errors.New("member is registering")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mctx, cancel := r.memberContext(ctx, m)
+			defer cancel()
+			cl, err := r.Fleet.Get(mctx, multicluster.ClusterName(m.Name))
+			if err != nil {
+				results[i].unreachable, results[i].err = true, err
+				return
+			}
+			done, err := teardown(mctx, cl.GetClient(), c, deleteVolumes)
+			if err != nil && m.Alive != nil && m.Alive.Err() != nil {
+				err = context.Cause(m.Alive)
+			}
+			results[i].done, results[i].err, results[i].unreachable = done, err, isUnreachable(err)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// reconcileDeparted removes this MySQLCluster's objects, except its volumes, from the members that are no longer
+// placed. Leaving the placement never deletes data: a member leaves when someone edits a label of its
+// registration or the selector, and that is no request to destroy a database. The claims stay, carrying this
+// MySQLCluster's UID: a member that comes back into the placement finds its data again, and deleting the
+// MySQLCluster removes them as its deletionPolicy says. The search is by UID and reads the member caches only,
+// so members this MySQLCluster never used cost no request; a member whose registration was deleted cannot be
+// reached any more and keeps its objects.
 func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope) {
 	if s.cluster.Spec.Paused || s.placementErr != nil {
 		return
@@ -93,77 +151,68 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 	for _, m := range s.placed {
 		placed[m.Name] = true
 	}
+	var departed []fleet.State
 	for _, m := range r.Fleet.Members() {
-		if placed[m.Name] || !m.Engaged || m.Err != nil || !m.AllowsNamespace(s.cluster.Namespace) {
-			continue
+		if !placed[m.Name] && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
+			departed = append(departed, m)
 		}
-		cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
-		if err != nil {
-			continue
+	}
+	for _, res := range r.teardownMembers(ctx, s.cluster, departed, false) {
+		if res.err != nil {
+			ctrl.LoggerFrom(ctx).Error(res.err, "Removing objects from a member that left the placement", "member", res.member)
 		}
-		mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
-		done, err := teardown(mctx, cl.GetClient(), s.cluster)
-		cancel()
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Removing objects from a member that left the placement", "member", m.Name)
-		}
-		if !done {
+		if !res.done {
 			s.retry = true
 		}
 	}
 }
 
-// reconcileDelete tears the MySQLCluster down in every engaged member, then releases the finalizer. Members
-// that cannot be reached hold the finalizer for at most DeletionTimeout (or until the force-detach annotation
-// is set); then the MySQLCluster is released and what was left behind is named in an Event and a log line.
-// Nothing is deleted there later: a recreated MySQLCluster of the same name adopts those objects.
+// reconcileDelete tears the MySQLCluster down in every member, then releases the finalizer. While members are
+// unreachable, registering or failing, the MySQLCluster is held (and its status says Deleting) for at most
+// DeletionTimeout, or until the force-detach annotation is set; then it is released, and what was left behind
+// is named in an Event and a log line. Nothing is deleted there later, and a recreated MySQLCluster of the same
+// name does not take those objects over unless it adopts them (see AdoptAnnotation).
 func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	var pending, unreachable []string
+	if err := r.markDeleting(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	var states []fleet.State
 	for _, m := range r.Fleet.Members() {
-		if !m.AllowsNamespace(c.Namespace) {
-			continue // its credential cannot have put anything there
+		if m.AllowsNamespace(c.Namespace) { // otherwise its credential cannot have put anything there
+			states = append(states, m)
 		}
-		if !m.Engaged || m.Err != nil {
-			if m.Err != nil {
-				unreachable = append(unreachable, m.Name)
-			}
-			continue
-		}
-		cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
-		if err != nil {
-			unreachable = append(unreachable, m.Name)
-			continue
-		}
-		mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
-		done, err := teardown(mctx, cl.GetClient(), c)
-		cancel()
+	}
+	var pending, unreachable []string
+	for _, res := range r.teardownMembers(ctx, c, states, c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete) {
 		switch {
-		case err != nil && isUnreachable(err):
-			unreachable = append(unreachable, m.Name)
-		case err != nil:
-			log.Error(err, "Deleting member objects", "member", m.Name)
-			pending = append(pending, m.Name)
-		case !done:
-			pending = append(pending, m.Name)
+		case res.unreachable:
+			unreachable = append(unreachable, res.member)
+		case res.err != nil:
+			log.Error(res.err, "Deleting member objects", "member", res.member)
+			pending = append(pending, res.member)
+		case !res.done:
+			pending = append(pending, res.member)
 		}
 	}
 	log.V(1).Info("Deleting from members", "pending", pending, "unreachable", unreachable)
-	if len(pending) > 0 {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-	}
 	waited := time.Since(c.DeletionTimestamp.Time)
-	if len(unreachable) > 0 && waited < r.DeletionTimeout && c.Annotations[ForceDetachAnnotation] != "true" {
-		return ctrl.Result{RequeueAfter: min(10*time.Second, r.DeletionTimeout-waited)}, nil
+	release := waited >= r.DeletionTimeout || c.Annotations[v1alpha1.ForceDetachAnnotation] == "true"
+	if len(pending)+len(unreachable) > 0 && !release {
+		after := min(10*time.Second, r.DeletionTimeout-waited)
+		if len(pending) > 0 {
+			after = min(2*time.Second, after)
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
-	if len(unreachable) > 0 {
-		sort.Strings(unreachable)
-		msg := fmt.Sprintf("released after %s without reaching members %s: their objects for this database remain there",
-			waited.Round(time.Second), strings.Join(unreachable, ", "))
-		log.Info("Released MySQLCluster with leftovers in unreachable members", "members", unreachable)
+	if left := append(append([]string{}, unreachable...), pending...); len(left) > 0 {
+		sort.Strings(left)
+		msg := fmt.Sprintf("released after %s without finishing in members %s: their objects for this database remain there",
+			waited.Round(time.Second), strings.Join(left, ", "))
+		log.Info("Released MySQLCluster with leftovers in members", "members", left)
 		if r.Recorder != nil {
 			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "LeftoversInUnreachableMembers", "Delete", "%s", msg)
 		}
@@ -176,4 +225,19 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 	}
 	controllerutil.RemoveFinalizer(c, v1alpha1.Finalizer)
 	return ctrl.Result{}, r.Hub.Update(ctx, c)
+}
+
+// markDeleting writes, once, that the MySQLCluster is being deleted: phase Deleting and Ready False.
+func (r *MySQLClusterReconciler) markDeleting(ctx context.Context, c *v1alpha1.MySQLCluster) error {
+	before := c.Status.DeepCopy()
+	c.Status.Phase = v1alpha1.PhaseDeleting
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonDeleting, Message: "deleting from members", ObservedGeneration: c.Generation})
+	if equality.Semantic.DeepEqual(before, &c.Status) {
+		return nil
+	}
+	if err := r.Hub.Status().Update(ctx, c); err != nil {
+		return fmt.Errorf("failed to mark %s/%s as deleting: %w", c.Namespace, c.Name, err)
+	}
+	return nil
 }

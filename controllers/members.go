@@ -84,71 +84,121 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, s *sc
 // deadline; its failure becomes its status, never another member's delay.
 func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope) {
 	s.members = make([]v1alpha1.MemberStatus, len(s.placed))
+	specErrs := make([]error, len(s.placed))
 	var wg sync.WaitGroup
 	for i, m := range s.placed {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
+			mctx, cancel := r.memberContext(ctx, m)
 			defer cancel()
-			if m.Alive != nil {
-				// Found unreachable by another reconcile: stop now rather than wait out the deadline.
-				defer context.AfterFunc(m.Alive, cancel)()
-			}
-			mctx = ctrl.LoggerInto(mctx, ctrl.LoggerFrom(ctx).WithValues("member", m.Name))
-			mctx = context.WithValue(mctx, memberKey{}, m.Name)
-			s.members[i] = r.reconcileMember(mctx, s, m)
+			s.members[i], specErrs[i] = r.reconcileMember(mctx, s, m)
 		}()
 	}
 	wg.Wait()
 	for i := range s.members {
-		// A member the registry knows is unreachable needs no retry: its health probe requeues every
-		// MySQLCluster when it answers again. Retrying here would only turn an outage into a storm of reconciles.
-		if p := s.members[i].Phase; p == v1alpha1.PhaseDegraded || (p == v1alpha1.PhaseUnreachable && s.placed[i].Err == nil) {
+		if specErrs[i] != nil && s.specErr == nil {
+			s.specErr = specErrs[i]
+		}
+		if needsRetry(s.members[i], s.placed[i]) {
 			s.retry = true
 		}
 	}
 }
 
-// reconcileMember brings one member in line and reports its state.
-func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, m fleet.State) v1alpha1.MemberStatus {
+// memberContext bounds the work in one member by MemberTimeout, and ends it as soon as the registry finds the
+// member unreachable, instead of letting it wait out the deadline.
+func (r *MySQLClusterReconciler) memberContext(ctx context.Context, m fleet.State) (context.Context, context.CancelFunc) {
+	mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
+	if m.Alive != nil {
+		stop := context.AfterFunc(m.Alive, cancel)
+		cancelBoth := cancel
+		cancel = func() { stop(); cancelBoth() }
+	}
+	mctx = ctrl.LoggerInto(mctx, ctrl.LoggerFrom(ctx).WithValues("member", m.Name))
+	return context.WithValue(mctx, memberKey{}, m.Name), cancel
+}
+
+// needsRetry tells whether a member's result is worth another pass soon. A member the registry knows is
+// unreachable, or refused, needs none: its health probe (or a new registration) requeues every MySQLCluster
+// there. Nor does a spec that cannot be honoured there: only a change of the spec or of the member (both
+// requeue) can mend it. Failed applies and conflicts are retried: a conflicting object that mysqlfleet did not
+// create sends it no event when it goes.
+func needsRetry(st v1alpha1.MemberStatus, m fleet.State) bool {
+	switch st.Phase {
+	case v1alpha1.PhaseUnreachable:
+		return m.Err == nil
+	case v1alpha1.PhaseDegraded:
+		applied := meta.FindStatusCondition(st.Conditions, v1alpha1.MemberConditionApplied)
+		if applied == nil {
+			return true
+		}
+		switch applied.Reason {
+		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidSchedule, v1alpha1.ReasonNamespaceNotAllowed,
+			v1alpha1.ReasonRegistrationRefused, v1alpha1.ReasonStorageShrink:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// memberConditions sets the conditions of one member's status for one generation.
+type memberConditions struct {
+	st  *v1alpha1.MemberStatus
+	gen int64
+}
+
+func (mc memberConditions) set(t string, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&mc.st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: mc.gen})
+}
+
+// fail records a member that could not be brought in line: its phase, error and why nothing is Ready.
+func (mc memberConditions) fail(phase v1alpha1.Phase, reason string, err error) v1alpha1.MemberStatus {
+	mc.st.Phase, mc.st.LastError = phase, err.Error()
+	mc.set(v1alpha1.MemberConditionApplied, false, reason, err.Error())
+	mc.set(v1alpha1.MemberConditionReady, false, reason, "not applied")
+	memberReconciles.WithLabelValues(mc.st.Name, string(phase)).Inc()
+	return *mc.st
+}
+
+// reconcileMember brings one member in line and reports its state; the error is a spec that cannot be rendered
+// for this member.
+func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, m fleet.State) (v1alpha1.MemberStatus, error) {
 	c := s.cluster
 	st := v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas}
-	st.Conditions = previousMemberConditions(s.before, m.Name)
-	gen := c.Generation
-	setCond := func(t string, ok bool, reason, msg string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
-	fail := func(phase v1alpha1.Phase, reason string, err error) v1alpha1.MemberStatus {
-		st.Phase, st.LastError = phase, err.Error()
-		setCond(v1alpha1.MemberConditionApplied, false, reason, err.Error())
-		setCond(v1alpha1.MemberConditionReady, false, reason, "not applied")
-		memberReconciles.WithLabelValues(m.Name, string(phase)).Inc()
-		return st
-	}
+	prev := previousMember(s.before, m.Name)
+	st.Conditions, st.Adopted = prev.Conditions, prev.Adopted
+	conds := memberConditions{st: &st, gen: c.Generation}
 
-	if m.Err != nil || !m.Engaged {
+	switch {
+	case errors.Is(m.Err, fleet.ErrRefused):
+		// Nothing was ever sent to it: its registration is what needs a person, not its network.
+		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonRegistrationRefused, m.Err.Error())
+		return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonRegistrationRefused, m.Err), nil
+	case m.Err != nil || !m.Engaged:
 		err := m.Err
 		if err == nil {
 			err = errors.New("member is registering")
 		}
-		setCond(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		return fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
+		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
+		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err), nil
 	}
 	cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
 	if err != nil {
-		setCond(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		return fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
+		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
+		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err), nil
 	}
 	mc := cl.GetClient()
 	if !m.AllowsNamespace(c.Namespace) {
 		err := fmt.Errorf("member %s allows only namespaces %s, not %s", m.Name, strings.Join(m.Namespaces, ", "), c.Namespace)
-		setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonNamespaceNotAllowed, err)
+		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+		return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonNamespaceNotAllowed, err), nil
 	}
 
 	st.StorageClass = render.StorageClass(c, m.Member)
@@ -157,30 +207,48 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	}
 	objs, err := render.Render(c, m.Member, s.creds)
 	if err != nil {
-		s.specErr = err
-		setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonInvalidSpec, err)
+		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+		reason := v1alpha1.ReasonInvalidSpec
+		var schedErr *render.ScheduleError
+		if errors.As(err, &schedErr) {
+			reason = v1alpha1.ReasonInvalidSchedule
+		}
+		return conds.fail(v1alpha1.PhaseDegraded, reason, err), err
 	}
 
-	a := applier{c: mc, reader: cl.GetAPIReader(), dryRun: c.Spec.Paused, member: m.Name, echoes: &r.echoes, verified: &r.verified,
-		shared: &r.shared}
+	a := applier{c: mc, reader: cl.GetAPIReader(), dryRun: c.Spec.Paused, member: m.Name, uid: c.UID, adopt: adoptSet(c),
+		echoes: &r.echoes, verified: &r.verified, shared: &r.shared}
 	if !c.Spec.Paused {
-		done, err := r.growStorage(ctx, mc, c)
+		done, err := r.reconcileVolumeTemplate(ctx, a, c)
 		if err != nil {
-			return r.memberError(st, setCond, fail, m.Name, err)
+			return r.memberError(ctx, conds, m, err), nil
 		}
 		if !done {
-			// The StatefulSet is being recreated with the larger volume template; its deletion brings us back.
+			// The StatefulSet is being recreated with the new volume template; its deletion brings us back.
 			st.Phase = v1alpha1.PhaseProgressing
-			setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-			setCond(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonConverging, "expanding volumes")
-			return r.readBack(ctx, mc, c, st, setCond)
+			conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+			conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonConverging, "recreating the StatefulSet for its new volume template")
+			return r.readBack(ctx, mc, c, st, conds), nil
 		}
 	}
-	st.Plan = nil
+	// The claims the StatefulSet's Pods will bind by name must be this MySQLCluster's before it is created or
+	// scaled over them; while any is someone else's, the StatefulSet is held back and the rest applied.
+	adopted, claimErr := reconcileClaims(ctx, a, c)
+	st.Adopted = mergeRefs(st.Adopted, adopted...)
+	if claimErr != nil {
+		objs.StatefulSet = nil
+	}
 	results, err := applyInWaves(ctx, a, objs)
+	err = errors.Join(claimErr, err)
+	st.Plan = nil
 	for _, res := range results {
-		if res.action != "" && res.action != ActionUnchanged && !c.Spec.Paused {
+		if res.action == "" {
+			continue // not reached: an earlier wave failed
+		}
+		if res.adopted != nil && !c.Spec.Paused {
+			st.Adopted = mergeRefs(st.Adopted, *res.adopted)
+		}
+		if res.action != ActionUnchanged && res.action != ActionConflict && !c.Spec.Paused {
 			applies.WithLabelValues(m.Name, res.kind, res.action).Inc()
 			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", res.kind, "name", res.name, "action", res.action)
 		}
@@ -191,41 +259,75 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	if err != nil && m.Alive != nil && m.Alive.Err() != nil {
 		err = context.Cause(m.Alive) // stopped because the member was found unreachable meanwhile
 	}
-	if err != nil {
-		if isUnreachable(err) {
-			// Have the registry probe it now: if it is gone, every reconcile waiting there stops at once and
-			// later ones skip it until its health probe sees it answer again.
-			r.Fleet.Suspect(m.Name)
-		}
-		return r.memberError(st, setCond, fail, m.Name, err)
+	if conflicts := conflictsIn(err); len(conflicts) > 0 && !isUnreachable(errors.Join(errorsBesides(err)...)) {
+		st.Conflicts = conflicts
+		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+		st.Phase, st.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)
+		conds.set(v1alpha1.MemberConditionApplied, false, conflictReason(conflicts), st.LastError)
+		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
+		return r.readBack(ctx, mc, c, st, conds), nil
 	}
-	setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+	if err != nil {
+		return r.memberError(ctx, conds, m, err), nil
+	}
+	conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 	if c.Spec.Paused {
 		st.Phase = v1alpha1.PhasePaused
-		setCond(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonPaused, "paused: nothing applied")
+		conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonPaused, "paused: nothing applied")
 		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-		return r.readBack(ctx, mc, c, st, setCond)
+		return r.readBack(ctx, mc, c, st, conds), nil
 	}
-	setCond(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
-	st = r.readBack(ctx, mc, c, st, setCond)
+	conds.set(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
+	st = r.readBack(ctx, mc, c, st, conds)
 	memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-	return st
+	return st, nil
+}
+
+// errorsBesides returns the errors of a tree that are not conflicts.
+func errorsBesides(err error) []error {
+	var out []error
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range joined.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if len(conflictsIn(err)) == 0 {
+			out = append(out, err)
+		}
+	}
+	walk(err)
+	return out
 }
 
 // memberError classifies a failure in a member: no answer is unreachability, anything else a failed apply.
-func (r *MySQLClusterReconciler) memberError(st v1alpha1.MemberStatus, setCond func(string, bool, string, string),
-	fail func(v1alpha1.Phase, string, error) v1alpha1.MemberStatus, member string, err error) v1alpha1.MemberStatus {
+func (r *MySQLClusterReconciler) memberError(ctx context.Context, conds memberConditions, m fleet.State, err error) v1alpha1.MemberStatus {
 	if isUnreachable(err) {
-		setCond(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		memberReachable.WithLabelValues(member).Set(0)
-		return fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
+		// Have the registry probe it now: if it is gone, every reconcile waiting there stops at once and later
+		// ones skip it until its health probe sees it answer again.
+		r.Fleet.Suspect(m.Name)
+		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
+		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
 	}
-	setCond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-	return fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonApplyFailed, err)
+	conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+	reason := v1alpha1.ReasonApplyFailed
+	if errors.Is(err, errStorageShrink) {
+		reason = v1alpha1.ReasonStorageShrink
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Member failed", "error", err.Error())
+	return conds.fail(v1alpha1.PhaseDegraded, reason, err)
 }
 
 // isUnreachable tells a member that did not answer from one that answered with an error.
 func isUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
@@ -233,69 +335,109 @@ func isUnreachable(err error) bool {
 	return true // connection refused, deadline exceeded, DNS, TLS: no API answer at all
 }
 
-// readBack reports how far the member got: ready replicas, bound volumes, backups.
+// readBack reports how far the member got: ready replicas, bound volumes, backups. It counts only objects that
+// carry this MySQLCluster's UID: a predecessor's StatefulSet or volumes of the same name are not its own.
 func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster,
-	st v1alpha1.MemberStatus, setCond func(string, bool, string, string)) v1alpha1.MemberStatus {
-	memberReachable.WithLabelValues(st.Name).Set(1)
+	st v1alpha1.MemberStatus, conds memberConditions) v1alpha1.MemberStatus {
+	conds.st = &st
+	var readErrs []string
 	var sts appsv1.StatefulSet
 	err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		st.LastError = err.Error()
+		readErrs = append(readErrs, err.Error())
+	case sts.Labels[v1alpha1.ClusterUIDLabel] != string(c.UID):
+		err = errNotOwned // a predecessor's: not counted
 	default:
 		st.ReadyReplicas = sts.Status.ReadyReplicas
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := mc.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(render.Selector(c))); err == nil {
-		for _, p := range pvcs.Items {
-			if p.Status.Phase == corev1.ClaimBound {
-				st.BoundVolumes++
-			}
+	if lerr := mc.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(dataVolumeSelector(c))); lerr != nil {
+		readErrs = append(readErrs, lerr.Error())
+	}
+	for _, p := range pvcs.Items {
+		if p.Status.Phase == corev1.ClaimBound {
+			st.BoundVolumes++
 		}
 	}
 	if c.Spec.Backup != nil {
 		var cj batchv1.CronJob
-		if err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.BackupCronJobName()}, &cj); err == nil {
+		switch cerr := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.BackupCronJobName()}, &cj); {
+		case apierrors.IsNotFound(cerr):
+		case cerr != nil:
+			readErrs = append(readErrs, cerr.Error())
+		case cj.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID):
 			st.LastBackup = cj.Status.LastSuccessfulTime
 			st.LastScheduledBackup = cj.Status.LastScheduleTime
 		}
 	}
+	if len(readErrs) > 0 && st.LastError == "" {
+		st.LastError = "reading back: " + strings.Join(readErrs, "; ")
+	}
+	replicationCondition(c, conds)
 	if st.Phase == v1alpha1.PhasePaused {
 		return st
 	}
-	ready := err == nil && sts.Status.ObservedGeneration >= sts.Generation && sts.Status.ReadyReplicas == c.Spec.Replicas &&
-		sts.Status.UpdatedReplicas == c.Spec.Replicas
+	ready := err == nil && len(readErrs) == 0 && sts.Status.ObservedGeneration >= sts.Generation &&
+		sts.Status.ReadyReplicas == c.Spec.Replicas && sts.Status.UpdatedReplicas == c.Spec.Replicas
+	msg := fmt.Sprintf("%d/%d replicas ready", st.ReadyReplicas, c.Spec.Replicas)
 	if ready {
 		if st.Phase == "" {
 			st.Phase = v1alpha1.PhaseReady
 		}
-		setCond(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonStatefulSetReady,
-			fmt.Sprintf("%d/%d replicas ready", sts.Status.ReadyReplicas, c.Spec.Replicas))
+		conds.set(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonStatefulSetReady, msg)
 	} else {
 		if st.Phase == "" {
 			st.Phase = v1alpha1.PhaseProgressing
 		}
-		setCond(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonStatefulSetNotReady,
-			fmt.Sprintf("%d/%d replicas ready", sts.Status.ReadyReplicas, c.Spec.Replicas))
+		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonStatefulSetNotReady, msg)
 	}
 	return st
 }
 
-// growStorage expands the data volumes of a member when spec.storage.size grew. The StatefulSet's volume
-// template is immutable, so, as mature MySQL operators do, each PVC is expanded in place and the StatefulSet is
-// deleted with orphan propagation (Pods and PVCs stay, MySQL keeps running) to be recreated with the new template
-// by the next apply. It returns done=false while that is under way. A template larger than the spec (storage
-// cannot shrink) is refused as an error.
-func (r *MySQLClusterReconciler) growStorage(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (bool, error) {
+var errNotOwned = errors.New("not this MySQLCluster's")
+
+// replicationCondition says what is true of replication today: with replicas > 1, every Pod runs its own
+// independent server and only ordinal 0 serves the client Service. With one replica there is nothing to
+// replicate, and no condition.
+func replicationCondition(c *v1alpha1.MySQLCluster, conds memberConditions) {
+	if c.Spec.Replicas <= 1 {
+		meta.RemoveStatusCondition(&conds.st.Conditions, v1alpha1.MemberConditionReplicating)
+		return
+	}
+	conds.set(v1alpha1.MemberConditionReplicating, false, v1alpha1.ReasonNotReplicating,
+		fmt.Sprintf("the %d Pods are independent servers: replication between them is not set up yet, and only %s-0 serves the Service %s",
+			c.Spec.Replicas, c.StatefulSetName(), c.ServiceName()))
+}
+
+// dataVolumeSelector selects this MySQLCluster's data claims, by its UID.
+func dataVolumeSelector(c *v1alpha1.MySQLCluster) map[string]string {
+	sel := render.Selector(c)
+	sel[v1alpha1.ClusterUIDLabel] = string(c.UID)
+	return sel
+}
+
+// reconcileVolumeTemplate recreates the StatefulSet when its volume claim template, which the API server does not
+// let change, differs from the rendered one: when spec.storage.size grew, and once after an upgrade from a
+// release whose template carried no UID label (and whose StatefulSets let garbage collection delete claims). As
+// mature MySQL operators do, the claims are first brought in line in place (expanded; labelled with the UID),
+// then the StatefulSet is deleted with orphan propagation (Pods and claims stay, MySQL keeps running; garbage
+// collection drops the StatefulSet's owner references from them) to be recreated by the next apply. It returns
+// done=false while that is under way. A template larger than the spec (storage cannot shrink) is an error. A
+// StatefulSet of this name that is not this MySQLCluster's is left to the applier, which reports the conflict.
+func (r *MySQLClusterReconciler) reconcileVolumeTemplate(ctx context.Context, a applier, c *v1alpha1.MySQLCluster) (bool, error) {
+	mc := a.c
 	var sts appsv1.StatefulSet
 	if err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}
+	if sts.Labels[v1alpha1.ClusterUIDLabel] != string(c.UID) {
+		return true, nil
+	}
 	if !sts.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	want := c.Spec.Storage.Size
 	var have *corev1.PersistentVolumeClaim
 	for i := range sts.Spec.VolumeClaimTemplates {
 		if sts.Spec.VolumeClaimTemplates[i].Name == v1alpha1.DataVolumeName {
@@ -305,15 +447,22 @@ func (r *MySQLClusterReconciler) growStorage(ctx context.Context, mc client.Clie
 	if have == nil {
 		return true, nil
 	}
+	want := c.Spec.Storage.Size
 	cur := have.Spec.Resources.Requests[corev1.ResourceStorage]
-	switch cur.Cmp(want) {
-	case 0:
-		return true, nil
-	case 1:
+	if cur.Cmp(want) > 0 {
 		return true, fmt.Errorf("%w: member volumes are %s, spec asks for %s", errStorageShrink, cur.String(), want.String())
 	}
+	unlabelled := have.Labels[v1alpha1.ClusterUIDLabel] != string(c.UID)
+	if cur.Cmp(want) == 0 && !unlabelled {
+		return true, nil
+	}
+	if unlabelled {
+		if err := labelOwnClaims(ctx, a, c, &sts); err != nil {
+			return false, err
+		}
+	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := mc.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(render.Selector(c))); err != nil {
+	if err := a.reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(dataVolumeSelector(c))); err != nil {
 		return false, err
 	}
 	for _, p := range pvcs.Items {
@@ -327,24 +476,78 @@ func (r *MySQLClusterReconciler) growStorage(ctx context.Context, mc client.Clie
 			return false, fmt.Errorf("failed to expand PersistentVolumeClaim %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
-	if err := mc.Delete(ctx, &sts, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("failed to recreate StatefulSet %s/%s for larger volumes: %w", sts.Namespace, sts.Name, err)
+	if err := mc.Delete(ctx, &sts, client.PropagationPolicy(metav1.DeletePropagationOrphan),
+		client.Preconditions{UID: &sts.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("failed to recreate StatefulSet %s/%s for its new volume template: %w", sts.Namespace, sts.Name, err)
 	}
 	return false, nil
 }
 
-var errStorageShrink = errors.New("storage cannot shrink")
-
-func previousMemberConditions(before *v1alpha1.MySQLClusterStatus, name string) []metav1.Condition {
-	for _, m := range before.Members {
-		if m.Name == name {
-			return append([]metav1.Condition(nil), m.Conditions...)
+// labelOwnClaims gives the UID label to the claims of a StatefulSet made before claims were born with it. A claim
+// is this MySQLCluster's when it carries the StatefulSet's template labels and either the StatefulSet controls it
+// (an owner reference to the StatefulSet's UID, which the former whenDeleted Delete set) or a Pod the
+// StatefulSet controls mounts it. A claim that is neither is left alone: a later scale-up reports it as a
+// conflict. This runs once per StatefulSet, so the reads go to the API server.
+func labelOwnClaims(ctx context.Context, a applier, c *v1alpha1.MySQLCluster, sts *appsv1.StatefulSet) error {
+	var pods corev1.PodList
+	if err := a.reader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(render.Selector(c))); err != nil {
+		return fmt.Errorf("failed to list the Pods of StatefulSet %s: %w", sts.Name, err)
+	}
+	mounted := map[string]bool{}
+	for _, p := range pods.Items {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != sts.UID {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				mounted[v.PersistentVolumeClaim.ClaimName] = true
+			}
+		}
+	}
+	template := render.Selector(c)
+	template[v1alpha1.ClusterNameLabel], template[v1alpha1.ClusterNamespaceLabel] = c.Name, c.Namespace
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := a.reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(template)); err != nil {
+		return fmt.Errorf("failed to list the claims of StatefulSet %s: %w", sts.Name, err)
+	}
+	for i := range pvcs.Items {
+		p := &pvcs.Items[i]
+		if _, has := p.Labels[v1alpha1.ClusterUIDLabel]; has {
+			continue
+		}
+		owned := mounted[p.Name]
+		for _, ref := range p.OwnerReferences {
+			owned = owned || ref.UID == sts.UID
+		}
+		if !owned {
+			continue
+		}
+		before := p.DeepCopy()
+		p.Labels[v1alpha1.ClusterUIDLabel] = string(c.UID)
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if err := a.c.Patch(ctx, p, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+			return fmt.Errorf("failed to label PersistentVolumeClaim %s with its MySQLCluster's UID: %w", p.Name, err)
 		}
 	}
 	return nil
 }
 
-type applyResult struct{ kind, name, action string }
+var errStorageShrink = errors.New("storage cannot shrink")
+
+// previousMember is the member's status as last written, or an empty one.
+func previousMember(before *v1alpha1.MySQLClusterStatus, name string) v1alpha1.MemberStatus {
+	for _, m := range before.Members {
+		if m.Name == name {
+			return *m.DeepCopy()
+		}
+	}
+	return v1alpha1.MemberStatus{}
+}
+
+type applyResult struct {
+	kind, name, action string
+	adopted            *v1alpha1.ObjectRef
+}
 
 // applyInWaves applies a member's objects in three waves, each concurrently: the Namespace; then what the
 // workloads use (credentials, configuration, Services, disruption budget, backup volume); then the StatefulSet
@@ -367,10 +570,12 @@ func applyInWaves(ctx context.Context, a applier, objs *render.Objects) ([]apply
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				kind, name, action, err := a.apply(wctx, all[i])
-				results[i] = applyResult{kind: kind, name: name, action: action}
-				if err != nil {
+				kind, name, out, err := a.apply(wctx, all[i])
+				results[i] = applyResult{kind: kind, name: name, action: out.action, adopted: out.adopted}
+				if err != nil && out.action != ActionConflict {
 					applies.WithLabelValues(memberOf(ctx), kind, "error").Inc()
+				}
+				if err != nil {
 					errs[j] = fmt.Errorf("failed to apply %s %s: %w", kind, name, err)
 				}
 			}()

@@ -14,12 +14,8 @@ var (
 		Name: "mysqlfleet_member_applies_total",
 		Help: "Server-side applies sent to a member, by kind and action (Create, Update, error). Unchanged objects are not sent.",
 	}, []string{"member", "kind", "action"})
-	memberReachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mysqlfleet_member_reachable",
-		Help: "1 when the member answered the last reconcile, 0 when it did not.",
-	}, []string{"member"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(memberReconciles, applies, memberReachable)
+	metrics.Registry.MustRegister(memberReconciles, applies)
 }

@@ -154,7 +154,13 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 	}
 	var list v1alpha1.MySQLClusterList
 	if err := r.Hub.List(ctx, &list); err != nil {
+		// Keep the members for the next try: a change that requeues nothing would leave status stale.
 		ctrl.LoggerFrom(ctx).Error(err, "Listing MySQLClusters to requeue after a member change")
+		time.AfterFunc(time.Second, func() {
+			for m := range changed {
+				r.MemberChanged(m)
+			}
+		})
 		return
 	}
 	states := r.Fleet.Members()
@@ -299,15 +305,16 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 // events bring it back sooner when something changes there.
 const retryAfter = 10 * time.Second
 
-// writeStatus writes the computed status if it differs from what the hub has, and emits Events for the
-// conditions that changed.
+// writeStatus writes the computed status if it differs from what the hub has, then emits Events for the
+// conditions that changed: after the write, so that a write lost to a conflict (and redone by the next pass)
+// does not announce the same transition twice.
 func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before, &s.cluster.Status) {
 		return nil
 	}
-	r.emitTransitions(s)
 	if err := r.Hub.Status().Update(ctx, s.cluster); err != nil {
 		return fmt.Errorf("failed to update status of %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
 	}
+	r.emitTransitions(s)
 	return nil
 }

@@ -142,7 +142,19 @@ func TestStorageGrowsAndNeverShrinks(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	// Two Pods are two independent servers until replication is set up, and status says so.
+	for _, ms := range eventuallyReady(g, key).Status.Members {
+		var replicating *metav1.Condition
+		for i := range ms.Conditions {
+			if ms.Conditions[i].Type == v1alpha1.MemberConditionReplicating {
+				replicating = &ms.Conditions[i]
+			}
+		}
+		g.Expect(replicating).NotTo(BeNil(), ms.Name)
+		g.Expect(replicating.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(replicating.Reason).To(Equal(v1alpha1.ReasonNotReplicating))
+		g.Expect(replicating.Message).To(ContainSubstring("independent servers"))
+	}
 	podUIDs := map[string]string{}
 	for _, m := range c.Spec.Placement.Members {
 		var pods corev1.PodList

@@ -46,7 +46,9 @@ func (s *scope) computeStatus() {
 		case v1alpha1.PhaseUnreachable:
 			unreachable = append(unreachable, m.Name)
 		case v1alpha1.PhaseDegraded:
-			failed = append(failed, m.Name)
+			if len(m.Conflicts) == 0 { // named with their conflicts
+				failed = append(failed, m.Name)
+			}
 		default:
 			progressing = append(progressing, m.Name)
 		}
@@ -81,18 +83,30 @@ func (s *scope) computeStatus() {
 		set(v1alpha1.ConditionPlaced, true, v1alpha1.ReasonPlaced, fmt.Sprintf("placed on %d members", len(s.members)))
 	}
 
-	// Degraded: the spec cannot be honoured, or members are unreachable or failing.
+	// Degraded: the spec cannot be honoured, or members are unreachable, failing or hold conflicting objects.
 	var problems []string
 	reason := v1alpha1.ReasonMembersDegraded
-	if s.specErr != nil {
+	var conflicts []v1alpha1.ObjectRef
+	for _, m := range s.members {
+		if len(m.Conflicts) > 0 {
+			conflicts = append(conflicts, m.Conflicts...)
+			problems = append(problems, fmt.Sprintf("conflicts in %s: %s", m.Name, m.LastError))
+		}
+	}
+	switch {
+	case s.specErr != nil:
 		reason = v1alpha1.ReasonInvalidSpec
 		var schedErr *render.ScheduleError
 		if errors.As(s.specErr, &schedErr) {
 			reason = v1alpha1.ReasonInvalidSchedule
 		}
 		problems = append(problems, s.specErr.Error())
-	} else if storageShrink(s.members) {
+	case len(conflicts) > 0:
+		reason = conflictReason(conflicts)
+	case memberReason(s.members, v1alpha1.ReasonStorageShrink):
 		reason = v1alpha1.ReasonStorageShrink
+	case memberReason(s.members, v1alpha1.ReasonRegistrationRefused):
+		reason = v1alpha1.ReasonRegistrationRefused
 	}
 	if len(unreachable) > 0 {
 		problems = append(problems, "unreachable: "+strings.Join(unreachable, ", "))
@@ -140,14 +154,37 @@ func (s *scope) computeStatus() {
 	default:
 		st.Phase = v1alpha1.PhaseProgressing
 	}
-	st.ObservedGeneration = gen
+	everySettled := true
+	for _, m := range s.members {
+		everySettled = everySettled && settled(m)
+	}
+	if everySettled {
+		st.ObservedGeneration = gen
+	}
 }
 
-func storageShrink(members []v1alpha1.MemberStatus) bool {
+// memberReason tells whether a member's Applied condition has the reason.
+func memberReason(members []v1alpha1.MemberStatus, reason string) bool {
 	for _, m := range members {
-		if strings.Contains(m.LastError, errStorageShrink.Error()) {
+		if c := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionApplied); c != nil && c.Reason == reason {
 			return true
 		}
+	}
+	return false
+}
+
+// settled tells whether a member reached a verdict on the current generation: applied, paused, or refused for a
+// reason that only a change of the spec or the member mends. Unreachable members and failed applies have not.
+func settled(m v1alpha1.MemberStatus) bool {
+	c := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionApplied)
+	if c == nil {
+		return false
+	}
+	switch c.Reason {
+	case v1alpha1.ReasonApplied, v1alpha1.ReasonPaused, v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidSchedule,
+		v1alpha1.ReasonNamespaceNotAllowed, v1alpha1.ReasonRegistrationRefused, v1alpha1.ReasonVolumeConflict,
+		v1alpha1.ReasonObjectConflict, v1alpha1.ReasonStorageShrink:
+		return true
 	}
 	return false
 }

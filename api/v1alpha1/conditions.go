@@ -21,6 +21,10 @@ const (
 	MemberConditionApplied = "Applied"
 	// MemberConditionReady is True when the member's StatefulSet has all replicas ready.
 	MemberConditionReady = "Ready"
+	// MemberConditionReplicating is True when the member's servers replicate from one primary. Until mysqlfleet
+	// sets up replication it is False for replicas > 1: every Pod is an independent server, and only the Pod of
+	// ordinal 0 serves the client Service.
+	MemberConditionReplicating = "Replicating"
 )
 
 // Condition reasons. They are part of the API: tools match on them.
@@ -46,4 +50,15 @@ const (
 	ReasonStatefulSetReady    = "StatefulSetReady"
 	ReasonDeleting            = "Deleting"
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonVolumeConflict: a PersistentVolumeClaim with a name the StatefulSet would use exists and belongs to
+	// another MySQLCluster or to nobody; status.members[].conflicts names it.
+	ReasonVolumeConflict = "VolumeConflict"
+	// ReasonObjectConflict: an object other than a volume with a name this MySQLCluster needs exists and belongs
+	// to another MySQLCluster or to nobody.
+	ReasonObjectConflict = "ObjectConflict"
+	// ReasonRegistrationRefused: the member's registration (kubeconfig or labels) was refused; nothing was sent.
+	ReasonRegistrationRefused = "RegistrationRefused"
+	// ReasonNotReplicating: replicas > 1 are independent servers; replication between them is not set up yet.
+	ReasonNotReplicating = "ReplicationNotConfigured"
+	ReasonSingleServer   = "SingleServer"
 )

@@ -46,3 +46,20 @@ const Finalizer = "mysqlfleet.io/finalizer"
 
 // FieldManager is the one server-side apply field manager mysqlfleet writes with, on the hub and in members.
 const FieldManager = "mysqlfleet"
+
+// Annotations on a MySQLCluster and on the objects it adopts.
+const (
+	// AdoptAnnotation on a MySQLCluster lists, comma separated, the UIDs whose objects in its members it may take
+	// over: a predecessor MySQLCluster's UID (its mysqlfleet.io/cluster-uid label) adopts every object that
+	// predecessor left with the names this one needs, such as volumes kept by deletionPolicy Retain; an object's
+	// own UID adopts that one object, such as a PersistentVolumeClaim made by hand from a snapshot. Without it,
+	// mysqlfleet never writes over, uses or deletes an object it did not create: it reports a conflict.
+	AdoptAnnotation = "mysqlfleet.io/adopt"
+	// AdoptedFromAnnotation on an adopted PersistentVolumeClaim records the owner UID it carried before (empty
+	// when it had none) and is never removed by mysqlfleet.
+	AdoptedFromAnnotation = "mysqlfleet.io/adopted-from"
+)
+
+// ForceDetachAnnotation on a MySQLCluster being deleted releases it at once, without waiting for members that
+// cannot be reached or keep failing; their objects stay where they are and are named in an Event.
+const ForceDetachAnnotation = "mysqlfleet.io/force-detach"

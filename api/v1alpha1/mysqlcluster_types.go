@@ -16,14 +16,16 @@ const (
 	CloudGCP   Cloud = "gcp"
 )
 
-// DeletionPolicy says what happens to data when a MySQLCluster is deleted or a member leaves its placement.
+// DeletionPolicy says what happens to data when a MySQLCluster is deleted. A member that leaves the placement
+// always keeps the volumes, under either policy: leaving is no request to destroy data.
 // +kubebuilder:validation:Enum=Retain;Delete
 type DeletionPolicy string
 
 const (
 	// DeletionPolicyRetain keeps PersistentVolumeClaims, backups and the namespace; workloads are removed.
 	DeletionPolicyRetain DeletionPolicy = "Retain"
-	// DeletionPolicyDelete removes everything, PersistentVolumeClaims and backup volumes included.
+	// DeletionPolicyDelete removes everything, PersistentVolumeClaims and backup volumes included: those that
+	// carry this MySQLCluster's UID, in every member, never an object of the same name that it did not create.
 	DeletionPolicyDelete DeletionPolicy = "Delete"
 )
 
@@ -90,7 +92,7 @@ type MySQLClusterSpec struct {
 	Backup *Backup `json:"backup,omitempty"`
 
 	// DeletionPolicy says whether PersistentVolumeClaims and backups are kept (Retain) or deleted (Delete) when the
-	// MySQLCluster is deleted or a member leaves the placement.
+	// MySQLCluster is deleted. A member that leaves the placement keeps them under either policy.
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -291,9 +293,25 @@ const (
 type PlannedObject struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
-	// Action is Create, Update or Unchanged, against what the member has now.
-	// +kubebuilder:validation:Enum=Create;Update;Unchanged;Unknown
+	// Action is Create, Update or Unchanged against what the member has now; Adopt for an object the
+	// mysqlfleet.io/adopt annotation takes over; Conflict for an object of another owner, which is not written.
+	// +kubebuilder:validation:Enum=Create;Update;Unchanged;Adopt;Conflict;Unknown
 	Action string `json:"action"`
+}
+
+// ObjectRef names an object in a member and the owner it carries.
+type ObjectRef struct {
+	// Kind of the object, e.g. PersistentVolumeClaim.
+	Kind string `json:"kind"`
+	// Name of the object, in the MySQLCluster's namespace.
+	Name string `json:"name"`
+	// UID of the object itself.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// OwnerUID is the mysqlfleet.io/cluster-uid label the object carries (for adopted objects: carried before),
+	// empty when it has none: an object that mysqlfleet did not create.
+	// +optional
+	OwnerUID string `json:"ownerUID,omitempty"`
 }
 
 // MemberStatus is the state of the database in one member.
@@ -334,6 +352,18 @@ type MemberStatus struct {
 	// +optional
 	// +listType=atomic
 	Plan []PlannedObject `json:"plan,omitempty"`
+	// Conflicts are objects in the member with the names this MySQLCluster needs that it did not create (they
+	// carry another MySQLCluster's UID, or none). mysqlfleet neither writes over them nor deletes them; while any
+	// remain, the StatefulSet is not created or scaled in this member. Adopt them with the annotation
+	// mysqlfleet.io/adopt, or remove them.
+	// +optional
+	// +listType=atomic
+	Conflicts []ObjectRef `json:"conflicts,omitempty"`
+	// Adopted are the objects this MySQLCluster took over in this member through the mysqlfleet.io/adopt
+	// annotation; an adopted PersistentVolumeClaim also carries the annotation mysqlfleet.io/adopted-from.
+	// +optional
+	// +listType=atomic
+	Adopted []ObjectRef `json:"adopted,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -342,7 +372,10 @@ type MemberStatus struct {
 
 // MySQLClusterStatus is the state of the database across its members.
 type MySQLClusterStatus struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the latest generation whose every placed member reached a verdict: applied, paused,
+	// or refused for a reason only a change of the spec or of the member mends (invalid spec, namespace not
+	// allowed, registration refused, conflicting objects). It does not advance while a member is unreachable or
+	// its applies fail: the conditions, each with its own observedGeneration, say what was seen meanwhile.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// +optional

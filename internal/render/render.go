@@ -192,6 +192,26 @@ func Selector(c *v1alpha1.MySQLCluster) map[string]string {
 	}
 }
 
+// DataVolumeLabels are the labels of the data PersistentVolumeClaims: the Pods' selector plus the hub object's
+// names and UID and the member.
+func DataVolumeLabels(c *v1alpha1.MySQLCluster, member string) map[string]string {
+	l := Selector(c)
+	l[v1alpha1.ClusterNameLabel] = c.Name
+	l[v1alpha1.ClusterNamespaceLabel] = c.Namespace
+	l[v1alpha1.ClusterUIDLabel] = string(c.UID)
+	l[v1alpha1.MemberLabel] = member
+	return l
+}
+
+// DataVolumeClaimNames are the names of the data claims the StatefulSet's Pods use, ordinal by ordinal.
+func DataVolumeClaimNames(c *v1alpha1.MySQLCluster) []string {
+	names := make([]string, replicas(c))
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%s-%d", v1alpha1.DataVolumeName, c.StatefulSetName(), i)
+	}
+	return names
+}
+
 // objectLabels are Labels plus the component.
 func objectLabels(c *v1alpha1.MySQLCluster, member, component string) map[string]string {
 	l := Labels(c, member)

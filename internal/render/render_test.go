@@ -214,9 +214,9 @@ func TestComponentsAndSelectors(t *testing.T) {
 	g.Expect(podLabels).To(HaveKeyWithValue(v1alpha1.ComponentLabel, ComponentBackup),
 		"backup Pods must not match the database selector of the Services and the PodDisruptionBudget")
 
-	// The immutable volumeClaimTemplate has no UID, so that a recreated hub object can still apply.
+	// Claims are born with the hub object's UID: teardown and counting select them by it, never by name.
 	vct := o.StatefulSet.Spec.VolumeClaimTemplates[0]
-	g.Expect(vct.Labels).NotTo(HaveKey(v1alpha1.ClusterUIDLabel))
+	g.Expect(vct.Labels).To(HaveKeyWithValue(v1alpha1.ClusterUIDLabel, "8d3c1a52-0b7e-4e0f-9f59-2f3c1c6f0a11"))
 	g.Expect(vct.Labels).To(HaveKeyWithValue(v1alpha1.ClusterNameLabel, "orders"))
 	g.Expect(vct.Labels).To(HaveKeyWithValue(v1alpha1.MemberLabel, "aws-eu-west-1"))
 }
@@ -229,29 +229,31 @@ func TestRecreatedHubObjectKeepsPodTemplateAndSelector(t *testing.T) {
 	after := mustRender(t, recreated, awsMember).StatefulSet
 	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template))
 	g.Expect(after.Spec.Selector).To(Equal(before.Spec.Selector))
-	g.Expect(after.Spec.VolumeClaimTemplates).To(Equal(before.Spec.VolumeClaimTemplates))
+	g.Expect(after.Spec.VolumeClaimTemplates[0].Labels).To(HaveKeyWithValue(v1alpha1.ClusterUIDLabel, string(recreated.UID)),
+		"a successor's claims carry its own UID, so that it never counts or deletes its predecessor's")
 	g.Expect(after.Labels).NotTo(Equal(before.Labels), "object labels do carry the new UID")
 }
 
-func TestRetentionPolicy(t *testing.T) {
-	tests := []struct {
-		policy      v1alpha1.DeletionPolicy
-		whenDeleted appsv1.PersistentVolumeClaimRetentionPolicyType
-	}{
-		{v1alpha1.DeletionPolicyRetain, appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
-		{v1alpha1.DeletionPolicyDelete, appsv1.DeletePersistentVolumeClaimRetentionPolicyType},
-		{"", appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.policy), func(t *testing.T) {
+// Whatever the deletionPolicy, the StatefulSet keeps its claims: with whenDeleted Delete the StatefulSet
+// controller would own, and garbage collection delete, any claim with a template name, a hand-made one included.
+func TestRetentionPolicyAlwaysRetains(t *testing.T) {
+	for _, policy := range []v1alpha1.DeletionPolicy{v1alpha1.DeletionPolicyRetain, v1alpha1.DeletionPolicyDelete, ""} {
+		t.Run(string(policy), func(t *testing.T) {
 			g := NewWithT(t)
-			p := mustRender(t, cluster(withDeletionPolicy(tt.policy)), awsMember).
+			p := mustRender(t, cluster(withDeletionPolicy(policy)), awsMember).
 				StatefulSet.Spec.PersistentVolumeClaimRetentionPolicy
-			g.Expect(*p.WhenDeleted).To(Equal(tt.whenDeleted))
+			g.Expect(*p.WhenDeleted).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
 			g.Expect(*p.WhenScaled).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType),
 				"scaling down never deletes data")
 		})
 	}
+}
+
+func TestDataVolumeClaimNames(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster()
+	c.Spec.Replicas = 3
+	g.Expect(DataVolumeClaimNames(c)).To(Equal([]string{"data-orders-0", "data-orders-1", "data-orders-2"}))
 }
 
 func TestDeterministic(t *testing.T) {

@@ -104,16 +104,14 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 			WithPodManagementPolicy(appsv1.ParallelPodManagement).
 			WithTemplate(template).
 			WithVolumeClaimTemplates(dataVolumeClaimTemplate(c, m)).
-			WithPersistentVolumeClaimRetentionPolicy(retentionPolicy(c.Spec.DeletionPolicy)))
+			WithPersistentVolumeClaimRetentionPolicy(retentionPolicy()))
 }
 
-// dataVolumeClaimTemplate is immutable once the StatefulSet exists, so its labels leave out the UID. They still
-// name the cluster and the member, so that teardown with deletionPolicy Delete can find the claims by label.
+// dataVolumeClaimTemplate carries every label that names the hub object, its UID included: the claims are born
+// belonging to this MySQLCluster, so that teardown, counting and adoption find them by UID and never by name. The
+// template is immutable, but so is the UID for the life of the StatefulSet (a successor gets a new one).
 func dataVolumeClaimTemplate(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.PersistentVolumeClaimApplyConfiguration {
-	lbls := Selector(c)
-	lbls[v1alpha1.ClusterNameLabel] = c.Name
-	lbls[v1alpha1.ClusterNamespaceLabel] = c.Namespace
-	lbls[v1alpha1.MemberLabel] = m.Name
+	lbls := DataVolumeLabels(c, m.Name)
 	// volumeClaimTemplates is an atomic list: what the API server defaults in it (volumeMode, status.phase) is
 	// owned by the applier and shows up when the live StatefulSet is extracted. The template states those
 	// defaults so that an unchanged StatefulSet compares equal. It is built without the constructor, which would
@@ -130,15 +128,14 @@ func dataVolumeClaimTemplate(c *v1alpha1.MySQLCluster, m placement.Member) *core
 		WithStatus(corev1ac.PersistentVolumeClaimStatus().WithPhase(corev1.ClaimPending))
 }
 
-// retentionPolicy maps the deletion policy onto the StatefulSet's claims. Scaling down never deletes data under
-// either policy: a replica scaled back up finds its volume, and a mistaken scale-down loses nothing.
-func retentionPolicy(p v1alpha1.DeletionPolicy) *appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration {
-	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-	if p == v1alpha1.DeletionPolicyDelete {
-		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-	}
+// retentionPolicy keeps the claims whatever the deletionPolicy. With whenDeleted Delete the StatefulSet
+// controller makes itself the controller owner of every claim with a template name, including one a user made
+// by hand or one a predecessor kept, and garbage collection then deletes it with the StatefulSet: a deletion
+// mysqlfleet could not see. Under deletionPolicy Delete, mysqlfleet deletes the claims itself, once the
+// StatefulSet is gone, choosing them by this MySQLCluster's UID label. Scaling down never deletes data either.
+func retentionPolicy() *appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration {
 	return appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
-		WithWhenDeleted(whenDeleted).
+		WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
 		WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
 }
 

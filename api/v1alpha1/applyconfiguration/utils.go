@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.MySQLClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLClusterStatus"):
 		return &apiv1alpha1.MySQLClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ObjectRef"):
+		return &apiv1alpha1.ObjectRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Placement"):
 		return &apiv1alpha1.PlacementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlannedObject"):

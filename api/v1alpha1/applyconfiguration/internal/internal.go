@@ -110,6 +110,12 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberStatus
   map:
     fields:
+    - name: adopted
+      type:
+        list:
+          elementType:
+            namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ObjectRef
+          elementRelationship: atomic
     - name: backupSchedule
       type:
         scalar: string
@@ -127,6 +133,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: conflicts
+      type:
+        list:
+          elementType:
+            namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ObjectRef
+          elementRelationship: atomic
     - name: lastBackup
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -260,6 +272,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: storageClasses
+      type:
+        scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ObjectRef
+  map:
+    fields:
+    - name: kind
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: ownerUID
+      type:
+        scalar: string
+    - name: uid
       type:
         scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.PVCTarget

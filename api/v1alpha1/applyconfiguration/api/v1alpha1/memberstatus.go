@@ -51,7 +51,15 @@ type MemberStatusApplyConfiguration struct {
 	// LastError is the last error seen for this member, empty once it converged.
 	LastError *string `json:"lastError,omitempty"`
 	// Plan is what would be applied while the MySQLCluster is paused.
-	Plan       []PlannedObjectApplyConfiguration    `json:"plan,omitempty"`
+	Plan []PlannedObjectApplyConfiguration `json:"plan,omitempty"`
+	// Conflicts are objects in the member with the names this MySQLCluster needs that it did not create (they
+	// carry another MySQLCluster's UID, or none). mysqlfleet neither writes over them nor deletes them; while any
+	// remain, the StatefulSet is not created or scaled in this member. Adopt them with the annotation
+	// mysqlfleet.io/adopt, or remove them.
+	Conflicts []ObjectRefApplyConfiguration `json:"conflicts,omitempty"`
+	// Adopted are the objects this MySQLCluster took over in this member through the mysqlfleet.io/adopt
+	// annotation; an adopted PersistentVolumeClaim also carries the annotation mysqlfleet.io/adopted-from.
+	Adopted    []ObjectRefApplyConfiguration        `json:"adopted,omitempty"`
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -166,6 +174,32 @@ func (b *MemberStatusApplyConfiguration) WithPlan(values ...*PlannedObjectApplyC
 			panic("nil value passed to WithPlan")
 		}
 		b.Plan = append(b.Plan, *values[i])
+	}
+	return b
+}
+
+// WithConflicts adds the given value to the Conflicts field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conflicts field.
+func (b *MemberStatusApplyConfiguration) WithConflicts(values ...*ObjectRefApplyConfiguration) *MemberStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConflicts")
+		}
+		b.Conflicts = append(b.Conflicts, *values[i])
+	}
+	return b
+}
+
+// WithAdopted adds the given value to the Adopted field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Adopted field.
+func (b *MemberStatusApplyConfiguration) WithAdopted(values ...*ObjectRefApplyConfiguration) *MemberStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAdopted")
+		}
+		b.Adopted = append(b.Adopted, *values[i])
 	}
 	return b
 }

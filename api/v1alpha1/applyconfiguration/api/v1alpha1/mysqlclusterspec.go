@@ -53,7 +53,7 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// Backup, when set, runs a backup CronJob in every member.
 	Backup *BackupApplyConfiguration `json:"backup,omitempty"`
 	// DeletionPolicy says whether PersistentVolumeClaims and backups are kept (Retain) or deleted (Delete) when the
-	// MySQLCluster is deleted or a member leaves the placement.
+	// MySQLCluster is deleted. A member that leaves the placement keeps them under either policy.
 	DeletionPolicy *apiv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
 	// Paused renders and reports in status what would be applied in each member, and applies nothing.
 	Paused *bool `json:"paused,omitempty"`

@@ -29,7 +29,10 @@ import (
 //
 // MySQLClusterStatus is the state of the database across its members.
 type MySQLClusterStatusApplyConfiguration struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the latest generation whose every placed member reached a verdict: applied, paused,
+	// or refused for a reason only a change of the spec or of the member mends (invalid spec, namespace not
+	// allowed, registration refused, conflicting objects). It does not advance while a member is unreachable or
+	// its applies fail: the conditions, each with its own observedGeneration, say what was seen meanwhile.
 	ObservedGeneration *int64             `json:"observedGeneration,omitempty"`
 	Phase              *apiv1alpha1.Phase `json:"phase,omitempty"`
 	// ReadyMembers is "ready/placed", e.g. "2/3".

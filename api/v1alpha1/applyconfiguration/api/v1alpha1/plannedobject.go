@@ -25,7 +25,8 @@ package v1alpha1
 type PlannedObjectApplyConfiguration struct {
 	Kind *string `json:"kind,omitempty"`
 	Name *string `json:"name,omitempty"`
-	// Action is Create, Update or Unchanged, against what the member has now.
+	// Action is Create, Update or Unchanged against what the member has now; Adopt for an object the
+	// mysqlfleet.io/adopt annotation takes over; Conflict for an object of another owner, which is not written.
 	Action *string `json:"action,omitempty"`
 }
 
