@@ -60,12 +60,16 @@ lint: $(BIN)/golangci-lint ## Run golangci-lint (pinned), plus gofmt.
 
 ##@ Test
 
+.PHONY: deps
+deps: ## Install the Debian packages the build and tests use, when missing (make, git, procps, MariaDB 10.11).
+	hack/install-deps.sh
+
 .PHONY: test-tools
 test-tools:
 	hack/tools.sh $(TEST_TOOLS) controller-gen
 
 .PHONY: test
-test: test-tools check-generate vet ## Build tools, check generated files, vet, run every test against real API servers, then e2e.
+test: deps test-tools check-generate vet ## Install packages and build tools, check generated files, vet, run every test against real API servers and MariaDB servers, then e2e.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) test-e2e

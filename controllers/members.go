@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/apply"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
@@ -216,8 +217,8 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		return conds.fail(v1alpha1.PhaseDegraded, reason, err), err
 	}
 
-	a := applier{c: mc, reader: cl.GetAPIReader(), dryRun: c.Spec.Paused, member: m.Name, uid: c.UID, adopt: adoptSet(c),
-		echoes: &r.echoes, verified: &r.verified, shared: &r.shared}
+	a := apply.Applier{Client: mc, Reader: cl.GetAPIReader(), DryRun: c.Spec.Paused, Member: m.Name, UID: c.UID,
+		Adopt: adoptSet(c), Memory: &r.memory}
 	if !c.Spec.Paused {
 		done, err := r.reconcileVolumeTemplate(ctx, a, c)
 		if err != nil {
@@ -242,24 +243,24 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	err = errors.Join(claimErr, err)
 	st.Plan = nil
 	for _, res := range results {
-		if res.action == "" {
+		if res.Action == "" {
 			continue // not reached: an earlier wave failed
 		}
-		if res.adopted != nil && !c.Spec.Paused {
-			st.Adopted = mergeRefs(st.Adopted, *res.adopted)
+		if res.Adopted != nil && !c.Spec.Paused {
+			st.Adopted = mergeRefs(st.Adopted, *res.Adopted)
 		}
-		if res.action != ActionUnchanged && res.action != ActionConflict && !c.Spec.Paused {
-			applies.WithLabelValues(m.Name, res.kind, res.action).Inc()
-			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", res.kind, "name", res.name, "action", res.action)
+		if res.Action != apply.ActionUnchanged && res.Action != apply.ActionConflict && !c.Spec.Paused {
+			applies.WithLabelValues(m.Name, res.Kind, res.Action).Inc()
+			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", res.Kind, "name", res.Name, "action", res.Action)
 		}
 		if c.Spec.Paused {
-			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: res.kind, Name: res.name, Action: res.action})
+			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: res.Kind, Name: res.Name, Action: res.Action})
 		}
 	}
 	if err != nil && m.Alive != nil && m.Alive.Err() != nil {
 		err = context.Cause(m.Alive) // stopped because the member was found unreachable meanwhile
 	}
-	if conflicts := conflictsIn(err); len(conflicts) > 0 && !isUnreachable(errors.Join(errorsBesides(err)...)) {
+	if conflicts := apply.Conflicts(err); len(conflicts) > 0 && !isUnreachable(errors.Join(apply.NonConflicts(err)...)) {
 		st.Conflicts = conflicts
 		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 		st.Phase, st.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)
@@ -281,28 +282,6 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	st = r.readBack(ctx, mc, c, st, conds)
 	memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
 	return st, nil
-}
-
-// errorsBesides returns the errors of a tree that are not conflicts.
-func errorsBesides(err error) []error {
-	var out []error
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range joined.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		if len(conflictsIn(err)) == 0 {
-			out = append(out, err)
-		}
-	}
-	walk(err)
-	return out
 }
 
 // memberError classifies a failure in a member: no answer is unreachability, anything else a failed apply.
@@ -426,8 +405,8 @@ func dataVolumeSelector(c *v1alpha1.MySQLCluster) map[string]string {
 // collection drops the StatefulSet's owner references from them) to be recreated by the next apply. It returns
 // done=false while that is under way. A template larger than the spec (storage cannot shrink) is an error. A
 // StatefulSet of this name that is not this MySQLCluster's is left to the applier, which reports the conflict.
-func (r *MySQLClusterReconciler) reconcileVolumeTemplate(ctx context.Context, a applier, c *v1alpha1.MySQLCluster) (bool, error) {
-	mc := a.c
+func (r *MySQLClusterReconciler) reconcileVolumeTemplate(ctx context.Context, a apply.Applier, c *v1alpha1.MySQLCluster) (bool, error) {
+	mc := a.Client
 	var sts appsv1.StatefulSet
 	if err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts); err != nil {
 		return true, client.IgnoreNotFound(err)
@@ -462,7 +441,7 @@ func (r *MySQLClusterReconciler) reconcileVolumeTemplate(ctx context.Context, a 
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := a.reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(dataVolumeSelector(c))); err != nil {
+	if err := a.Reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(dataVolumeSelector(c))); err != nil {
 		return false, err
 	}
 	for _, p := range pvcs.Items {
@@ -488,9 +467,9 @@ func (r *MySQLClusterReconciler) reconcileVolumeTemplate(ctx context.Context, a 
 // (an owner reference to the StatefulSet's UID, which the former whenDeleted Delete set) or a Pod the
 // StatefulSet controls mounts it. A claim that is neither is left alone: a later scale-up reports it as a
 // conflict. This runs once per StatefulSet, so the reads go to the API server.
-func labelOwnClaims(ctx context.Context, a applier, c *v1alpha1.MySQLCluster, sts *appsv1.StatefulSet) error {
+func labelOwnClaims(ctx context.Context, a apply.Applier, c *v1alpha1.MySQLCluster, sts *appsv1.StatefulSet) error {
 	var pods corev1.PodList
-	if err := a.reader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(render.Selector(c))); err != nil {
+	if err := a.Reader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(render.Selector(c))); err != nil {
 		return fmt.Errorf("failed to list the Pods of StatefulSet %s: %w", sts.Name, err)
 	}
 	mounted := map[string]bool{}
@@ -507,7 +486,7 @@ func labelOwnClaims(ctx context.Context, a applier, c *v1alpha1.MySQLCluster, st
 	template := render.Selector(c)
 	template[v1alpha1.ClusterNameLabel], template[v1alpha1.ClusterNamespaceLabel] = c.Name, c.Namespace
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := a.reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(template)); err != nil {
+	if err := a.Reader.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(template)); err != nil {
 		return fmt.Errorf("failed to list the claims of StatefulSet %s: %w", sts.Name, err)
 	}
 	for i := range pvcs.Items {
@@ -525,7 +504,7 @@ func labelOwnClaims(ctx context.Context, a applier, c *v1alpha1.MySQLCluster, st
 		before := p.DeepCopy()
 		p.Labels[v1alpha1.ClusterUIDLabel] = string(c.UID)
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if err := a.c.Patch(ctx, p, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		if err := a.Client.Patch(ctx, p, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 			return fmt.Errorf("failed to label PersistentVolumeClaim %s with its MySQLCluster's UID: %w", p.Name, err)
 		}
 	}
@@ -544,19 +523,14 @@ func previousMember(before *v1alpha1.MySQLClusterStatus, name string) v1alpha1.M
 	return v1alpha1.MemberStatus{}
 }
 
-type applyResult struct {
-	kind, name, action string
-	adopted            *v1alpha1.ObjectRef
-}
-
 // applyInWaves applies a member's objects in three waves, each concurrently: the Namespace; then what the
 // workloads use (credentials, configuration, Services, disruption budget, backup volume); then the StatefulSet
 // and the backup CronJob. Within a wave nothing depends on anything else, and concurrency is what makes a member's
 // objects land in one round trip instead of nine. Each wave gets a third of what is left of the member's time, so
 // that a member whose connections hang is found out, and reported unreachable, early in the pass.
-func applyInWaves(ctx context.Context, a applier, objs *render.Objects) ([]applyResult, error) {
+func applyInWaves(ctx context.Context, a apply.Applier, objs *render.Objects) ([]apply.Result, error) {
 	all := objs.All()
-	results := make([]applyResult, len(all))
+	results := make([]apply.Result, len(all))
 	wave := func(idx []int, share time.Duration) error {
 		wctx := ctx
 		if share > 0 {
@@ -570,13 +544,13 @@ func applyInWaves(ctx context.Context, a applier, objs *render.Objects) ([]apply
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				kind, name, out, err := a.apply(wctx, all[i])
-				results[i] = applyResult{kind: kind, name: name, action: out.action, adopted: out.adopted}
-				if err != nil && out.action != ActionConflict {
-					applies.WithLabelValues(memberOf(ctx), kind, "error").Inc()
+				res, err := a.Apply(wctx, all[i])
+				results[i] = res
+				if err != nil && res.Action != apply.ActionConflict {
+					applies.WithLabelValues(memberOf(ctx), res.Kind, "error").Inc()
 				}
 				if err != nil {
-					errs[j] = fmt.Errorf("failed to apply %s %s: %w", kind, name, err)
+					errs[j] = fmt.Errorf("failed to apply %s %s: %w", res.Kind, res.Name, err)
 				}
 			}()
 		}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +35,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/apply"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
@@ -70,12 +70,9 @@ type MySQLClusterReconciler struct {
 	memberChanged  chan event.GenericEvent
 	changedMu      sync.Mutex
 	changedMembers map[string]bool
-	// echoes are the member writes of this manager whose watch events are not to be taken for changes.
-	echoes echoes
-	// verified are the member object versions known to hold what mysqlfleet wants.
-	verified verified
-	// shared merges concurrent applies of one object in one state (Namespaces shared by MySQLClusters).
-	shared singleflight.Group
+	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
+	// object versions known to hold what mysqlfleet wants, and the applies under way.
+	memory apply.Memory
 }
 
 // +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
@@ -172,7 +169,7 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 	}
 	for m := range changed {
 		if !registered[m] {
-			r.verified.forgetMember(m) // left: what was verified there means nothing any more
+			r.memory.ForgetMember(m) // left: what was verified there means nothing any more
 		}
 	}
 	for i := range list.Items {
@@ -233,13 +230,13 @@ func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ c
 	member := string(name)
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			r.echoes.filter(member, e.Object, func() { enqueue.Create(ctx, e, q) })
+			r.memory.Filter(member, e.Object, func() { enqueue.Create(ctx, e, q) })
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			r.echoes.filter(member, e.ObjectNew, func() { enqueue.Update(ctx, e, q) })
+			r.memory.Filter(member, e.ObjectNew, func() { enqueue.Update(ctx, e, q) })
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			r.verified.forget(keyOf(member, e.Object))
+			r.memory.Forget(member, e.Object)
 			enqueue.Delete(ctx, e, q)
 		},
 		GenericFunc: enqueue.Generic,

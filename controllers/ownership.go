@@ -9,10 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/apply"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
@@ -34,59 +34,6 @@ func adoptSet(c *v1alpha1.MySQLCluster) map[string]bool {
 	return set
 }
 
-// conflictError is an object in a member that this MySQLCluster needs the name of and does not own.
-type conflictError struct{ ref v1alpha1.ObjectRef }
-
-func (e *conflictError) Error() string {
-	return fmt.Sprintf("%s %s exists and %s", e.ref.Kind, e.ref.Name, ownerPhrase(e.ref))
-}
-
-func ownerPhrase(ref v1alpha1.ObjectRef) string {
-	if ref.OwnerUID == "" {
-		return fmt.Sprintf("was not created by mysqlfleet (uid %s)", ref.UID)
-	}
-	return fmt.Sprintf("belongs to MySQLCluster uid %s", ref.OwnerUID)
-}
-
-// claim decides whether this MySQLCluster may write to live, an object with a name it needs. It returns the
-// object's former owner when the adopt annotation lets it take the object over, and a *conflictError when the
-// object is someone else's.
-func claim(live client.Object, kind string, uid types.UID, adopt map[string]bool) (*v1alpha1.ObjectRef, error) {
-	owner := live.GetLabels()[v1alpha1.ClusterUIDLabel]
-	if owner == string(uid) {
-		return nil, nil
-	}
-	ref := v1alpha1.ObjectRef{Kind: kind, Name: live.GetName(), UID: string(live.GetUID()), OwnerUID: owner}
-	if (owner != "" && adopt[owner]) || adopt[ref.UID] {
-		return &ref, nil
-	}
-	return nil, &conflictError{ref: ref}
-}
-
-// conflictsIn collects every conflict in an error tree (errors.Join nests them).
-func conflictsIn(err error) []v1alpha1.ObjectRef {
-	var out []v1alpha1.ObjectRef
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if ce, ok := err.(*conflictError); ok {
-			out = append(out, ce.ref)
-			return
-		}
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range joined.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		walk(errors.Unwrap(err))
-	}
-	walk(err)
-	return out
-}
-
 // conflictReason is VolumeConflict when a volume is among the conflicts, ObjectConflict otherwise.
 func conflictReason(refs []v1alpha1.ObjectRef) string {
 	for _, r := range refs {
@@ -102,7 +49,7 @@ func conflictMessage(refs []v1alpha1.ObjectRef) string {
 	parts := make([]string, 0, len(refs))
 	uids := map[string]bool{}
 	for _, r := range refs {
-		parts = append(parts, fmt.Sprintf("%s %s %s", r.Kind, r.Name, ownerPhrase(r)))
+		parts = append(parts, (&apply.ConflictError{Ref: r}).Error())
 		if r.OwnerUID != "" {
 			uids[r.OwnerUID] = true
 		} else {
@@ -123,32 +70,32 @@ func conflictMessage(refs []v1alpha1.ObjectRef) string {
 // MySQLCluster owns pass; claims the adopt annotation names are relabelled as its own (and the adoption
 // returned); any other is a conflict. A converged member costs only cache reads: its claims are all cached with
 // this UID. A claim not in the cache (which holds only what mysqlfleet labels) is looked up on the API server.
-func reconcileClaims(ctx context.Context, a applier, c *v1alpha1.MySQLCluster) (adopted []v1alpha1.ObjectRef, err error) {
+func reconcileClaims(ctx context.Context, a apply.Applier, c *v1alpha1.MySQLCluster) (adopted []v1alpha1.ObjectRef, err error) {
 	var errs []error
 	for _, name := range render.DataVolumeClaimNames(c) {
 		key := client.ObjectKey{Namespace: c.Namespace, Name: name}
 		var pvc corev1.PersistentVolumeClaim
-		err := a.c.Get(ctx, key, &pvc)
+		err := a.Client.Get(ctx, key, &pvc)
 		if err == nil && pvc.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID) {
 			continue
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return adopted, err
 		}
-		if err := a.reader.Get(ctx, key, &pvc); apierrors.IsNotFound(err) {
+		if err := a.Reader.Get(ctx, key, &pvc); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return adopted, fmt.Errorf("failed to read PersistentVolumeClaim %s: %w", name, err)
 		}
-		from, err := claim(&pvc, "PersistentVolumeClaim", c.UID, a.adopt)
+		from, err := apply.Claim(&pvc, "PersistentVolumeClaim", c.UID, a.Adopt)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if from == nil || a.dryRun {
+		if from == nil || a.DryRun {
 			continue
 		}
-		if err := adoptClaim(ctx, a.c, &pvc, c, a.member, from.OwnerUID); err != nil {
+		if err := adoptClaim(ctx, a.Client, &pvc, c, a.Member, from.OwnerUID); err != nil {
 			return adopted, err
 		}
 		adopted = append(adopted, *from)

@@ -15,152 +15,189 @@ import (
 )
 
 // computeStatus summarises the members into the MySQLCluster's status and conditions. Messages name members and
-// counts, never timestamps or generated names, so that an unchanged fleet computes an unchanged status.
+// counts, never timestamps or generated names, so that an unchanged fleet computes an unchanged status. Each
+// condition is decided by a function of its own, table-tested in status_test.go.
 func (s *scope) computeStatus() {
 	c := s.cluster
 	st := &c.Status
-	gen := c.Generation
-	set := func(t string, ok bool, reason, msg string) {
+	sum := summarize(s.members)
+	st.Members = s.members
+	st.ReadyMembers = fmt.Sprintf("%d/%d", sum.ready, len(s.members))
+	st.ReadyReplicas = fmt.Sprintf("%d/%d", sum.readyReplicas, sum.replicas)
+	st.StorageClasses = strings.Join(sum.classes, ",")
+	st.LastBackup = sum.lastBackup
+
+	degraded := degradedVerdict(s.specErr, s.placementErr, s.unknown, s.members, sum)
+	for t, v := range map[string]verdict{
+		v1alpha1.ConditionPlaced:      placedVerdict(s.placementErr, s.unknown, len(s.members)),
+		v1alpha1.ConditionDegraded:    degraded,
+		v1alpha1.ConditionProgressing: progressingVerdict(c.Spec.Paused, sum),
+		v1alpha1.ConditionReady:       readyVerdict(sum, len(s.members)),
+	} {
 		status := metav1.ConditionFalse
-		if ok {
+		if v.ok {
 			status = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: v.reason,
+			Message: v.message, ObservedGeneration: c.Generation})
 	}
+	st.Phase = phaseOf(c.Spec.Paused, len(s.members), sum, degraded.ok)
+	if generationSettled(s.members) {
+		st.ObservedGeneration = c.Generation
+	}
+}
 
-	st.Members = s.members
-	var ready, readyReplicas, replicas int
-	var unreachable, failed, progressing []string
+// verdict is a condition's status (ok means True), reason and message.
+type verdict struct {
+	ok              bool
+	reason, message string
+}
+
+// summary counts what the members report.
+type summary struct {
+	ready, readyReplicas, replicas   int
+	unreachable, failed, progressing []string
+	conflicted                       []string
+	conflicts                        []v1alpha1.ObjectRef
+	classes                          []string
+	lastBackup                       *metav1.Time
+}
+
+// summarize counts the members by phase. Members with conflicts are named with them, not among the failing. The
+// last backup is the oldest of the members' last backups, and none until every member has one.
+func summarize(members []v1alpha1.MemberStatus) summary {
+	var sum summary
 	classes := map[string]bool{}
-	st.LastBackup = nil
-	allBackedUp := len(s.members) > 0
-	for _, m := range s.members {
-		readyReplicas += int(m.ReadyReplicas)
-		replicas += int(m.Replicas)
+	allBackedUp := len(members) > 0
+	for _, m := range members {
+		sum.readyReplicas += int(m.ReadyReplicas)
+		sum.replicas += int(m.Replicas)
 		if m.StorageClass != "" {
 			classes[m.StorageClass] = true
 		}
-		switch m.Phase {
-		case v1alpha1.PhaseReady:
-			ready++
-		case v1alpha1.PhaseUnreachable:
-			unreachable = append(unreachable, m.Name)
-		case v1alpha1.PhaseDegraded:
-			if len(m.Conflicts) == 0 { // named with their conflicts
-				failed = append(failed, m.Name)
-			}
+		switch {
+		case len(m.Conflicts) > 0:
+			sum.conflicted = append(sum.conflicted, fmt.Sprintf("conflicts in %s: %s", m.Name, m.LastError))
+			sum.conflicts = append(sum.conflicts, m.Conflicts...)
+		case m.Phase == v1alpha1.PhaseReady:
+			sum.ready++
+		case m.Phase == v1alpha1.PhaseUnreachable:
+			sum.unreachable = append(sum.unreachable, m.Name)
+		case m.Phase == v1alpha1.PhaseDegraded:
+			sum.failed = append(sum.failed, m.Name)
 		default:
-			progressing = append(progressing, m.Name)
+			sum.progressing = append(sum.progressing, m.Name)
 		}
 		if m.LastBackup == nil {
 			allBackedUp = false
-		} else if st.LastBackup == nil || m.LastBackup.Before(st.LastBackup) {
-			st.LastBackup = m.LastBackup
+		} else if sum.lastBackup == nil || m.LastBackup.Before(sum.lastBackup) {
+			sum.lastBackup = m.LastBackup
 		}
 	}
 	if !allBackedUp {
-		st.LastBackup = nil
+		sum.lastBackup = nil
 	}
-	st.ReadyMembers = fmt.Sprintf("%d/%d", ready, len(s.members))
-	st.ReadyReplicas = fmt.Sprintf("%d/%d", readyReplicas, replicas)
-	names := make([]string, 0, len(classes))
 	for n := range classes {
-		names = append(names, n)
+		sum.classes = append(sum.classes, n)
 	}
-	sort.Strings(names)
-	st.StorageClasses = strings.Join(names, ",")
+	sort.Strings(sum.classes)
+	return sum
+}
 
-	// Placed
+// placedVerdict: True when the placement resolved to registered members and names no unknown one.
+func placedVerdict(placementErr error, unknown []string, members int) verdict {
 	switch {
-	case s.placementErr != nil:
-		set(v1alpha1.ConditionPlaced, false, v1alpha1.ReasonInvalidSpec, s.placementErr.Error())
-	case len(s.unknown) > 0:
-		set(v1alpha1.ConditionPlaced, false, v1alpha1.ReasonUnknownMembers,
-			"not registered: "+strings.Join(s.unknown, ", "))
-	case len(s.members) == 0:
-		set(v1alpha1.ConditionPlaced, false, v1alpha1.ReasonNoMembers, "the placement selects no registered member")
-	default:
-		set(v1alpha1.ConditionPlaced, true, v1alpha1.ReasonPlaced, fmt.Sprintf("placed on %d members", len(s.members)))
+	case placementErr != nil:
+		return verdict{false, v1alpha1.ReasonInvalidSpec, placementErr.Error()}
+	case len(unknown) > 0:
+		return verdict{false, v1alpha1.ReasonUnknownMembers, "not registered: " + strings.Join(unknown, ", ")}
+	case members == 0:
+		return verdict{false, v1alpha1.ReasonNoMembers, "the placement selects no registered member"}
 	}
+	return verdict{true, v1alpha1.ReasonPlaced, fmt.Sprintf("placed on %d members", members)}
+}
 
-	// Degraded: the spec cannot be honoured, or members are unreachable, failing or hold conflicting objects.
-	var problems []string
+// degradedVerdict: True when the spec cannot be honoured, or members are unreachable, failing or hold
+// conflicting objects. The reason names the most specific cause.
+func degradedVerdict(specErr, placementErr error, unknown []string, members []v1alpha1.MemberStatus, sum summary) verdict {
+	problems := append([]string{}, sum.conflicted...)
 	reason := v1alpha1.ReasonMembersDegraded
-	var conflicts []v1alpha1.ObjectRef
-	for _, m := range s.members {
-		if len(m.Conflicts) > 0 {
-			conflicts = append(conflicts, m.Conflicts...)
-			problems = append(problems, fmt.Sprintf("conflicts in %s: %s", m.Name, m.LastError))
-		}
-	}
 	switch {
-	case s.specErr != nil:
+	case specErr != nil:
 		reason = v1alpha1.ReasonInvalidSpec
 		var schedErr *render.ScheduleError
-		if errors.As(s.specErr, &schedErr) {
+		if errors.As(specErr, &schedErr) {
 			reason = v1alpha1.ReasonInvalidSchedule
 		}
-		problems = append(problems, s.specErr.Error())
-	case len(conflicts) > 0:
-		reason = conflictReason(conflicts)
-	case memberReason(s.members, v1alpha1.ReasonStorageShrink):
+		problems = append(problems, specErr.Error())
+	case len(sum.conflicts) > 0:
+		reason = conflictReason(sum.conflicts)
+	case memberReason(members, v1alpha1.ReasonStorageShrink):
 		reason = v1alpha1.ReasonStorageShrink
-	case memberReason(s.members, v1alpha1.ReasonRegistrationRefused):
+	case memberReason(members, v1alpha1.ReasonRegistrationRefused):
 		reason = v1alpha1.ReasonRegistrationRefused
 	}
-	if len(unreachable) > 0 {
-		problems = append(problems, "unreachable: "+strings.Join(unreachable, ", "))
+	if len(sum.unreachable) > 0 {
+		problems = append(problems, "unreachable: "+strings.Join(sum.unreachable, ", "))
 	}
-	if len(failed) > 0 {
-		problems = append(problems, "failing: "+strings.Join(failed, ", "))
+	if len(sum.failed) > 0 {
+		problems = append(problems, "failing: "+strings.Join(sum.failed, ", "))
 	}
-	if s.placementErr != nil || len(s.unknown) > 0 {
+	if placementErr != nil || len(unknown) > 0 {
 		problems = append(problems, "placement names unknown members")
-		if s.specErr == nil && len(unreachable)+len(failed) == 0 {
+		if specErr == nil && len(sum.conflicts)+len(sum.unreachable)+len(sum.failed) == 0 {
 			reason = v1alpha1.ReasonUnknownMembers
 		}
 	}
-	if len(problems) > 0 {
-		set(v1alpha1.ConditionDegraded, true, reason, strings.Join(problems, "; "))
-	} else {
-		set(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonHealthy, "")
+	if len(problems) == 0 {
+		return verdict{false, v1alpha1.ReasonHealthy, ""}
 	}
+	return verdict{true, reason, strings.Join(problems, "; ")}
+}
 
-	// Progressing and Ready.
-	allReady := len(s.members) > 0 && ready == len(s.members)
+// progressingVerdict: True while members converge.
+func progressingVerdict(paused bool, sum summary) verdict {
 	switch {
-	case c.Spec.Paused:
-		set(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonPaused, "paused: status.members[].plan shows what would be applied")
-	case len(progressing) > 0:
-		set(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonConverging, "converging: "+strings.Join(progressing, ", "))
-	default:
-		set(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonConverged, "")
+	case paused:
+		return verdict{false, v1alpha1.ReasonPaused, "paused: status.members[].plan shows what would be applied"}
+	case len(sum.progressing) > 0:
+		return verdict{true, v1alpha1.ReasonConverging, "converging: " + strings.Join(sum.progressing, ", ")}
 	}
-	if allReady {
-		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonReady, fmt.Sprintf("%d/%d members ready", ready, len(s.members)))
-	} else {
-		set(v1alpha1.ConditionReady, false, v1alpha1.ReasonNotReady, fmt.Sprintf("%d/%d members ready", ready, len(s.members)))
-	}
+	return verdict{false, v1alpha1.ReasonConverged, ""}
+}
 
+// readyVerdict: True when every placed member is Ready.
+func readyVerdict(sum summary, members int) verdict {
+	msg := fmt.Sprintf("%d/%d members ready", sum.ready, members)
+	if members > 0 && sum.ready == members {
+		return verdict{true, v1alpha1.ReasonReady, msg}
+	}
+	return verdict{false, v1alpha1.ReasonNotReady, msg}
+}
+
+// phaseOf sums the MySQLCluster up in one word.
+func phaseOf(paused bool, members int, sum summary, degraded bool) v1alpha1.Phase {
 	switch {
-	case c.Spec.Paused:
-		st.Phase = v1alpha1.PhasePaused
-	case len(s.members) == 0:
-		st.Phase = v1alpha1.PhasePending
-	case len(problems) > 0:
-		st.Phase = v1alpha1.PhaseDegraded
-	case allReady:
-		st.Phase = v1alpha1.PhaseReady
-	default:
-		st.Phase = v1alpha1.PhaseProgressing
+	case paused:
+		return v1alpha1.PhasePaused
+	case members == 0:
+		return v1alpha1.PhasePending
+	case degraded:
+		return v1alpha1.PhaseDegraded
+	case sum.ready == members:
+		return v1alpha1.PhaseReady
 	}
-	everySettled := true
-	for _, m := range s.members {
-		everySettled = everySettled && settled(m)
+	return v1alpha1.PhaseProgressing
+}
+
+// generationSettled tells whether every member reached a verdict on the current generation (see settled).
+func generationSettled(members []v1alpha1.MemberStatus) bool {
+	for _, m := range members {
+		if !settled(m) {
+			return false
+		}
 	}
-	if everySettled {
-		st.ObservedGeneration = gen
-	}
+	return true
 }
 
 // memberReason tells whether a member's Applied condition has the reason.

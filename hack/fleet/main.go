@@ -29,6 +29,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
@@ -163,10 +165,8 @@ func serve(dir string) error {
 func down(dir string) error {
 	if pid, ok := running(dir); ok {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 600 && syscall.Kill(pid, 0) == nil; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if syscall.Kill(pid, 0) == nil {
+		exited := func(context.Context) (bool, error) { return syscall.Kill(pid, 0) != nil, nil }
+		if wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, exited) != nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -511,11 +512,10 @@ func testConfinedJoin(e *env, t *testing.T) {
 
 // fillTokenSecret plays kube-controller-manager's token controller for the join's token Secret.
 func fillTokenSecret(ctx context.Context, member kubernetes.Interface) {
-	for ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		s, err := member.CoreV1().Secrets(cli.MemberNamespace).Get(ctx, cli.TokenSecretName, metav1.GetOptions{})
 		if err != nil || len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-			continue
+			return
 		}
 		tr, err := member.CoreV1().ServiceAccounts(cli.MemberNamespace).CreateToken(ctx, cli.ServiceAccountName, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
@@ -523,11 +523,11 @@ func fillTokenSecret(ctx context.Context, member kubernetes.Interface) {
 			}},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			continue
+			return
 		}
 		s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(tr.Status.Token)}
 		_, _ = member.CoreV1().Secrets(cli.MemberNamespace).Update(ctx, s, metav1.UpdateOptions{})
-	}
+	}, 100*time.Millisecond)
 }
 
 // newCluster is a MySQLCluster as an application team writes it.

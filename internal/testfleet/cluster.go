@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -114,16 +115,12 @@ func (c *Cluster) StopAPIServer() error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	gone := func(context.Context) (bool, error) {
 		left, _ := processesWith("--cert-dir=" + api.CertDir)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testfleet: kube-apiserver of %s did not die", c.Name)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(left) == 0, nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, gone); err != nil {
+		return fmt.Errorf("testfleet: kube-apiserver of %s did not die: %w", c.Name, err)
 	}
 	// The process is gone; Stop only reaps it, and may report that it could not signal a process that died.
 	_ = api.Stop()
@@ -218,19 +215,8 @@ func (c *Cluster) stop() error {
 		if p.Process == nil {
 			continue
 		}
-		done := make(chan struct{})
-		go func() {
-			for {
-				if err := p.Process.Signal(syscall.Signal(0)); err != nil {
-					close(done)
-					return
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
+		exited := func(context.Context) (bool, error) { return p.Process.Signal(syscall.Signal(0)) != nil, nil }
+		if wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, exited) != nil {
 			_ = p.Process.Kill()
 		}
 	}

@@ -250,7 +250,9 @@ func TestWorkloadsSurviveAPIServerRestart(t *testing.T) {
 	f := testfleet.ForTest(t, testfleet.Options{Members: twoMembers(t)[:1], Workloads: true})
 	m := f.Members[0]
 	g.Expect(m.StopAPIServer()).To(Succeed())
-	time.Sleep(45 * time.Second) // longer than the node monitor grace period: the node goes NotReady
+	// The outage itself, not a wait for something: longer than the node monitor grace period (40 s), so that the
+	// node goes NotReady and has to come back.
+	time.Sleep(45 * time.Second)
 	g.Expect(m.StartAPIServer()).To(Succeed())
 	g.Expect(fleetProcesses(f.Dir)).To(HaveLen(7), "every process of the fleet still runs")
 	cs := m.Clientset()

@@ -1,4 +1,4 @@
-package controllers
+package apply
 
 import (
 	"encoding/json"

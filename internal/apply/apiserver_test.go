@@ -1,0 +1,99 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// The applier against a real API server: it creates, then writes nothing for an unchanged object; it does not
+// write over an object of another owner (made by hand, or carrying another MySQLCluster's UID), in dry run or
+// not; and it takes such an object over only when the adopt set names its owner's UID or its own.
+func TestApplierOwnsByUID(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets, _ = filepath.Abs(filepath.Join("..", "..", "bin"))
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		t.Fatalf("no kube-apiserver in %s: run make test-tools", assets)
+	}
+	g := NewWithT(t)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
+
+	mem := &Memory{}
+	a := Applier{Client: c, Reader: c, Member: "aws", UID: "me", Memory: mem}
+	desired := func(name string) *corev1ac.ConfigMapApplyConfiguration {
+		return corev1ac.ConfigMap(name, "shop").
+			WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
+			WithData(map[string]string{"k": "v"})
+	}
+	live := func(name string) *corev1.ConfigMap {
+		var cm corev1.ConfigMap
+		g.ExpectWithOffset(1, c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, &cm)).To(Succeed())
+		return &cm
+	}
+
+	res, err := a.Apply(ctx, desired("mine"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(Result{Kind: "ConfigMap", Name: "mine", Action: ActionCreate}))
+	written := live("mine").ResourceVersion
+	res, err = a.Apply(ctx, desired("mine"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Action).To(Equal(ActionUnchanged))
+	g.Expect(live("mine").ResourceVersion).To(Equal(written), "an unchanged object is not written")
+
+	byHand := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "by-hand"}, Data: map[string]string{"k": "theirs"}}
+	predecessor := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "predecessor",
+		Labels: map[string]string{v1alpha1.ClusterUIDLabel: "old"}}, Data: map[string]string{"k": "old"}}
+	g.Expect(c.Create(ctx, byHand)).To(Succeed())
+	g.Expect(c.Create(ctx, predecessor)).To(Succeed())
+
+	for _, tt := range []struct {
+		obj   *corev1.ConfigMap
+		owner string
+	}{{byHand, ""}, {predecessor, "old"}} {
+		for _, dry := range []bool{true, false} {
+			a.DryRun = dry
+			res, err := a.Apply(ctx, desired(tt.obj.Name))
+			var ce *ConflictError
+			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%s dry=%v", tt.obj.Name, dry)
+			g.Expect(ce.Ref).To(Equal(v1alpha1.ObjectRef{Kind: "ConfigMap", Name: tt.obj.Name, UID: string(tt.obj.UID), OwnerUID: tt.owner}))
+			g.Expect(res.Action).To(Equal(ActionConflict))
+			g.Expect(live(tt.obj.Name).ResourceVersion).To(Equal(tt.obj.ResourceVersion), "nothing is written over it")
+		}
+	}
+
+	a.DryRun = false
+	a.Adopt = map[string]bool{string(byHand.UID): true, "old": true}
+	for _, tt := range []struct {
+		obj   *corev1.ConfigMap
+		owner string
+	}{{byHand, ""}, {predecessor, "old"}} {
+		res, err := a.Apply(ctx, desired(tt.obj.Name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Action).To(Equal(ActionAdopt))
+		g.Expect(res.Adopted).To(Equal(&v1alpha1.ObjectRef{Kind: "ConfigMap", Name: tt.obj.Name, UID: string(tt.obj.UID), OwnerUID: tt.owner}))
+		got := live(tt.obj.Name)
+		g.Expect(got.UID).To(Equal(tt.obj.UID), "the same object, taken over")
+		g.Expect(got.Labels).To(HaveKeyWithValue(v1alpha1.ClusterUIDLabel, "me"))
+		g.Expect(got.Data).To(HaveKeyWithValue("k", "v"))
+	}
+}

@@ -1,0 +1,195 @@
+// Package apply writes the objects a MySQLCluster needs into one member with server-side apply, and keeps a
+// converged member free of requests: it skips an apply whose owned fields already hold what is wanted, remembers
+// which object versions were verified, shares concurrent applies of one object, and tells the echoes of its own
+// writes from anyone else's. It also refuses to write over an object that another owner holds (ownership is by
+// the hub object's UID label).
+package apply
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"golang.org/x/sync/singleflight"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// Actions an apply takes, as reported in status.members[].plan while paused.
+const (
+	ActionCreate    = "Create"
+	ActionUpdate    = "Update"
+	ActionUnchanged = "Unchanged"
+	// ActionAdopt takes over an object the adopt annotation names.
+	ActionAdopt = "Adopt"
+	// ActionConflict is an object with the needed name that belongs to someone else; nothing is written.
+	ActionConflict = "Conflict"
+)
+
+// Applier writes the rendered objects into one member with server-side apply, under one field manager. It
+// first reads the object from the member's cache: when its version is one already verified (or written) for the
+// same desired object, it writes nothing. Otherwise it reads the object from the member's API server, the
+// cache keeping no managedFields and holding only what mysqlfleet labels, and checks that it is this
+// MySQLCluster's (its UID label): an object someone else owns is a conflict and is not written. When the fields
+// mysqlfleet owns already equal the desired configuration, it writes nothing either. So a converged fleet makes no
+// API requests.
+type Applier struct {
+	// Client reads from the member's cache and writes to the member; Reader reads from its API server.
+	Client client.Client
+	Reader client.Reader
+	// DryRun computes the action without writing (paused MySQLClusters).
+	DryRun bool
+	Member string
+	// UID is the MySQLCluster's; Adopt holds the UIDs whose objects it may take over (see Claim).
+	UID   types.UID
+	Adopt map[string]bool
+	// Memory is what the manager remembers across passes; shared by every Applier of one manager.
+	Memory *Memory
+}
+
+// Memory is what one manager remembers of its member writes across passes.
+type Memory struct {
+	// echoes records each write so that its watch event is not taken for a change.
+	echoes echoes
+	// verified lets a pass skip the Extract of an object whose version already held what it wants.
+	verified verified
+	// shared lets concurrent passes that want the same object in the same state share one apply: a Namespace
+	// is wanted by every MySQLCluster in it, and many of them are reconciled at once.
+	shared singleflight.Group
+}
+
+// Filter passes a watch event of a member object on (calls pass) unless it is the echo of this manager's own
+// write.
+func (m *Memory) Filter(member string, obj client.Object, pass func()) {
+	m.echoes.filter(member, obj, pass)
+}
+
+// Forget drops what is known of a member object that was deleted.
+func (m *Memory) Forget(member string, obj client.Object) { m.verified.forget(keyOf(member, obj)) }
+
+// ForgetMember drops what is known of every object in a member that left the registry.
+func (m *Memory) ForgetMember(member string) { m.verified.forgetMember(member) }
+
+// Result is what one apply did (or, in dry run, would do).
+type Result struct {
+	// Kind and Name of the object.
+	Kind, Name string
+	// Action is one of the Action constants.
+	Action string
+	// Adopted names the object taken over and its former owner, for ActionAdopt.
+	Adopted *v1alpha1.ObjectRef
+}
+
+// Apply applies one object and returns what it did (or, in dry run, would do). An object with the name that
+// another owner holds is not written: the error is a *ConflictError and the action ActionConflict.
+func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Result, error) {
+	switch ac := obj.(type) {
+	case *corev1ac.NamespaceApplyConfiguration:
+		return named("Namespace", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Namespace{}, *ac.Name, "", corev1ac.ExtractNamespace))
+	case *corev1ac.SecretApplyConfiguration:
+		return named("Secret", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Secret{}, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret))
+	case *corev1ac.ConfigMapApplyConfiguration:
+		return named("ConfigMap", *ac.Name)(applyTyped(ctx, a, ac, &corev1.ConfigMap{}, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap))
+	case *corev1ac.ServiceApplyConfiguration:
+		return named("Service", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Service{}, *ac.Name, *ac.Namespace, corev1ac.ExtractService))
+	case *corev1ac.PersistentVolumeClaimApplyConfiguration:
+		return named("PersistentVolumeClaim", *ac.Name)(applyTyped(ctx, a, ac, &corev1.PersistentVolumeClaim{}, *ac.Name, *ac.Namespace, corev1ac.ExtractPersistentVolumeClaim))
+	case *appsv1ac.StatefulSetApplyConfiguration:
+		return named("StatefulSet", *ac.Name)(applyTyped(ctx, a, ac, &appsv1.StatefulSet{}, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet))
+	case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
+		return named("PodDisruptionBudget", *ac.Name)(applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace, policyv1ac.ExtractPodDisruptionBudget))
+	case *batchv1ac.CronJobApplyConfiguration:
+		return named("CronJob", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob))
+	}
+	return Result{}, fmt.Errorf("no apply support for %T", obj)
+}
+
+// named puts the kind and name into an apply's result.
+func named(kind, name string) func(Result, error) (Result, error) {
+	return func(r Result, err error) (Result, error) {
+		r.Kind, r.Name = kind, name
+		return r, err
+	}
+}
+
+func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
+	name, namespace string, extract func(O, string) (AC, error)) (Result, error) {
+	key := objectKey{a.Member, reflect.TypeOf(live).Elem().Name(), namespace, name}
+	digest := digestOf(desired)
+	if a.DryRun || digest == 0 {
+		return applyOne(ctx, a, desired, live, key, digest, extract)
+	}
+	out, err, _ := a.Memory.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
+		return applyOne(ctx, a, desired, live, key, digest, extract)
+	})
+	return out.(Result), err
+}
+
+// applyOne is applyTyped for one caller: read the object, check whose it is, compare, apply if needed.
+func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
+	key objectKey, digest uint64, extract func(O, string) (AC, error)) (Result, error) {
+	nn := client.ObjectKey{Namespace: key.namespace, Name: key.name}
+	err := a.Client.Get(ctx, nn, live)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return Result{}, err
+	case err == nil && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
+		return Result{Action: ActionUnchanged}, nil
+	}
+	// The cache keeps no managedFields, so which fields are ours only the object itself says; and it holds only
+	// objects labelled as mysqlfleet's, so an object someone else made with this name is absent from it, and an
+	// apply would take it over. Read it from the API server either way.
+	out := Result{Action: ActionCreate}
+	err = a.Reader.Get(ctx, nn, live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return Result{}, err
+	default:
+		if key.kind != "Namespace" { // shared by every MySQLCluster of a namespace; never deleted
+			from, err := Claim(live, key.kind, a.UID, a.Adopt)
+			if err != nil {
+				return Result{Action: ActionConflict}, err
+			}
+			out.Adopted = from
+		}
+		owned, err := extract(live, v1alpha1.FieldManager)
+		if err != nil {
+			return Result{}, err
+		}
+		if out.Adopted == nil && equality.Semantic.DeepEqual(owned, desired) {
+			a.Memory.verified.set(key, live.GetResourceVersion(), digest)
+			return Result{Action: ActionUnchanged}, nil
+		}
+		out.Action = ActionUpdate
+		if out.Adopted != nil {
+			out.Action = ActionAdopt
+		}
+	}
+	if a.DryRun {
+		return out, nil
+	}
+	a.Memory.echoes.begin(key)
+	err = a.Client.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	written := ""
+	if err == nil {
+		written = resourceVersionOf(desired) // the answer was decoded into desired
+	}
+	a.Memory.echoes.end(key, written)
+	// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
+	a.Memory.verified.set(key, written, digest)
+	return out, err
+}
