@@ -29,16 +29,36 @@ const (
 	DeletionPolicyDelete DeletionPolicy = "Delete"
 )
 
+// Engine is the database server: Oracle's MySQL or MariaDB.
+// +kubebuilder:validation:Enum=MySQL;MariaDB
+type Engine string
+
+const (
+	// EngineMySQL is MySQL 8.0 and later (8.4 LTS the reference); the default image is mysql:<version>.
+	EngineMySQL Engine = "MySQL"
+	// EngineMariaDB is MariaDB 10.6 and later (10.11 and 11.4 LTS included); the default image is
+	// mariadb:<version>.
+	EngineMariaDB Engine = "MariaDB"
+)
+
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
+// +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$') || ((has(self.engine) && self.engine == 'MariaDB') ? self.version.matches('^(10[.]([6-9]|[1-9][0-9])|(1[1-9]|[2-9][0-9])[.][0-9]+)([.][0-9]+)?$') : self.version.matches('^(8|9|[1-9][0-9])[.][0-9]+([.][0-9]+)?$'))",messageExpression="(has(self.engine) && self.engine == 'MariaDB') ? 'MariaDB version must be 10.6 or later, such as 10.11 or 11.4, not ' + self.version : 'MySQL version must be 8.0 or later, such as 8.0 or 8.4, not ' + self.version",fieldPath=".version",reason=FieldValueInvalid
 type MySQLClusterSpec struct {
-	// Version is the MySQL version; the image is mysql:<version> unless image is set.
+	// Engine is the database server. It cannot change: one engine's data directory is not the other's.
+	// +optional
+	// +kubebuilder:default=MySQL
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="engine is immutable: the data of one engine cannot be served by the other"
+	Engine Engine `json:"engine,omitempty"`
+
+	// Version is the server version: MySQL 8.0 or later, MariaDB 10.6 or later. The image is mysql:<version> or
+	// mariadb:<version> unless image is set.
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="version must be a MySQL version number such as 8.4 or 8.4.3, not an image tag such as latest"
 	Version string `json:"version"`
 
-	// Image overrides the MySQL image, e.g. a mirror or a MySQL-compatible server.
+	// Image overrides the server image, e.g. a mirror or a MySQL-compatible server.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -416,6 +436,7 @@ type MySQLClusterStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`,priority=10
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=10
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=10
 // +kubebuilder:printcolumn:name="Storage Classes",type=string,JSONPath=`.status.storageClasses`,priority=10

@@ -153,6 +153,7 @@ func TestCRDIsInstalledAsDesigned(t *testing.T) {
 		{"Replicas", "string", ".status.readyReplicas", 0},
 		{"Phase", "string", ".status.phase", 0},
 		{"Age", "date", ".metadata.creationTimestamp", 0},
+		{"Engine", "string", ".spec.engine", 10},
 		{"Version", "string", ".spec.version", 10},
 		{"Storage", "string", ".spec.storage.size", 10},
 		{"Storage Classes", "string", ".status.storageClasses", 10},
@@ -242,6 +243,18 @@ func TestDefaults(t *testing.T) {
 	g.Expect(got.Spec.Backup.Retention).To(Equal(int32(7)))
 	g.Expect(got.Spec.Backup.Target.PVC.StorageClassByCloud).To(Equal(defaultClasses))
 	g.Expect(got.Spec.Paused).To(BeFalse())
+	g.Expect(got.Spec.Engine).To(Equal(v1alpha1.EngineMySQL))
+}
+
+// The engine cannot change: one engine's data directory is not the other's.
+func TestEngineIsImmutable(t *testing.T) {
+	g := NewWithT(t)
+	ensureNamespace(t, validationNamespace)
+	g.Expect(k8sClient.Create(ctx, base("engine", set("spec.engine", "MariaDB"), set("spec.version", "10.11")), strict)).To(Succeed())
+	err := update("engine", set("spec.engine", "MySQL"), set("spec.version", "8.4"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("spec.engine: Invalid value: \"MySQL\": engine is immutable: the data of one engine cannot be served by the other"))
+	g.Expect(update("engine", set("spec.version", "11.4"))).To(Succeed(), "the version may change")
 }
 
 // TestQuantityRulesAcceptIntegers checks that the CEL rules on sizes, which read an int-or-string, work when the
@@ -281,6 +294,11 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"name of one letter", edits(name("a"))},
 		{"replicas 9", edits(set("spec.replicas", int64(9)))},
 		{"version with patch", edits(set("spec.version", "8.0.40"))},
+		{"MySQL 8.0", edits(set("spec.engine", "MySQL"), set("spec.version", "8.0"))},
+		{"MySQL 9.1", edits(set("spec.version", "9.1"))},
+		{"MariaDB 10.6", edits(set("spec.engine", "MariaDB"), set("spec.version", "10.6"))},
+		{"MariaDB 10.11.9", edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11.9"))},
+		{"MariaDB 11.4", edits(set("spec.engine", "MariaDB"), set("spec.version", "11.4"))},
 		{"empty memberSelector selects every member", edits(set("spec.placement", map[string]any{"memberSelector": map[string]any{}}))},
 		{"members and memberSelector", edits(set("spec.placement.memberSelector", map[string]any{
 			"matchLabels": map[string]any{"mysqlfleet.io/cloud": "gcp"}}))},
@@ -335,6 +353,14 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			want: "spec.version: Invalid value: \"latest\": version must be a MySQL version number such as 8.4 or 8.4.3, not an image tag such as latest"},
 		{name: "version 8", edits: edits(set("spec.version", "8")),
 			want: "spec.version: Invalid value: \"8\": version must be a MySQL version number such as 8.4 or 8.4.3"},
+		{name: "MySQL 5.7", edits: edits(set("spec.version", "5.7")),
+			want: "spec.version: Invalid value: MySQL version must be 8.0 or later, such as 8.0 or 8.4, not 5.7"},
+		{name: "MariaDB 10.5", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.5")),
+			want: "spec.version: Invalid value: MariaDB version must be 10.6 or later, such as 10.11 or 11.4, not 10.5"},
+		{name: "MariaDB with a MySQL version", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "8.4")),
+			want: "MariaDB version must be 10.6 or later, such as 10.11 or 11.4, not 8.4"},
+		{name: "unknown engine", edits: edits(set("spec.engine", "Postgres")),
+			want: "spec.engine: Unsupported value: \"Postgres\": supported values: \"MySQL\", \"MariaDB\""},
 		{name: "version missing", edits: edits(del("spec.version")),
 			want: "spec.version: Required value"},
 		{name: "placement missing", edits: edits(del("spec.placement")),

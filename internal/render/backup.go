@@ -11,6 +11,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
 
@@ -30,8 +31,10 @@ const (
 // container; every $( here is followed by a command or arithmetic, which names none.
 //
 // A dump is written as <name>-<UTC timestamp>.sql.gz; the fixed-width timestamp makes names sort by age, which the
-// retention step relies on. A dump counts only when mysqldump finished: without pipefail (dash has none) a failing
-// mysqldump piped into gzip looks like success, so the script also checks the trailer that mysqldump writes last.
+// retention step relies on. $DUMP_COMMAND is the engine's consistent dump with its GTID position (mysqldump or
+// mariadb-dump, from internal/mysql's flavor). A dump counts only when it finished: without pipefail (dash has
+// none) a failing dump piped into gzip looks like success, so the script also checks the trailer that both tools
+// write last.
 const (
 	backupScriptHead = `set -eu
 (set -o pipefail) 2>/dev/null && set -o pipefail
@@ -39,15 +42,14 @@ const (
 	backupScriptDump = `file="$BACKUP_NAME-$(date -u +%Y%m%dT%H%M%SZ).sql.gz"
 rm -f "$BACKUP_DIR"/*.partial
 echo "Dumping $MYSQL_HOST to $file"
-if ! mysqldump --host="$MYSQL_HOST" --user=root --all-databases --single-transaction --routines --events --triggers \
-  --set-gtid-purged=OFF | gzip > "$BACKUP_DIR/$file.partial"; then
+if ! $DUMP_COMMAND --host="$MYSQL_HOST" | gzip > "$BACKUP_DIR/$file.partial"; then
   last=failed
 else
   last="$(gzip -dc "$BACKUP_DIR/$file.partial" | tail -n 1)"
 fi
 case "$last" in
 "-- Dump completed"*) ;;
-*) echo "mysqldump did not complete; no backup was kept" >&2; rm -f "$BACKUP_DIR/$file.partial"; exit 1 ;;
+*) echo "the dump did not complete; no backup was kept" >&2; rm -f "$BACKUP_DIR/$file.partial"; exit 1 ;;
 esac
 mv "$BACKUP_DIR/$file.partial" "$BACKUP_DIR/$file"
 `
@@ -168,8 +170,8 @@ func BackupPrefix(c *v1alpha1.MySQLCluster, member string) string {
 	return strings.Join(append(parts, member, c.Namespace, c.Name), "/")
 }
 
-// backupEnv configures the script. The root password is a reference to the credentials Secret; mysqldump reads
-// MYSQL_PWD (deprecated by MySQL but still honoured, and unlike a password option never visible in ps).
+// backupEnv configures the script. The root password is a reference to the credentials Secret; both dump tools
+// read MYSQL_PWD (deprecated by MySQL but still honoured, and unlike a password option never visible in ps).
 func backupEnv(c *v1alpha1.MySQLCluster, member string) []*corev1ac.EnvVarApplyConfiguration {
 	b := c.Spec.Backup
 	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
@@ -179,6 +181,8 @@ func backupEnv(c *v1alpha1.MySQLCluster, member string) []*corev1ac.EnvVarApplyC
 		// Ordinal 0, the Pod the client Service sends applications to.
 		value("MYSQL_HOST", c.StatefulSetName()+"-0."+c.HeadlessServiceName()),
 		secretEnv("MYSQL_PWD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
+		// Word-split by the script: the flavor's arguments hold no spaces.
+		value("DUMP_COMMAND", strings.Join(flavor(c).DumpCommand(mysql.DumpOptions{User: "root"}), " ")),
 		value("BACKUP_NAME", c.Name),
 		value("BACKUP_DIR", BackupMountPath),
 		value("BACKUP_RETENTION", strconv.Itoa(int(orDefault(b.Retention, defaultRetention)))),

@@ -52,9 +52,11 @@ func TestBackupCronJob(t *testing.T) {
 	g.Expect(*ctr.Image).To(Equal("mysql:8.4"), "the MySQL image by default")
 	g.Expect(*ctr.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 	g.Expect(ctr.Command[:2]).To(Equal([]string{"sh", "-c"}))
-	script := ctr.Command[2]
-	for _, flag := range []string{"--all-databases", "--single-transaction", "--routines", "--events", "--set-gtid-purged=OFF"} {
-		g.Expect(script).To(ContainSubstring(flag))
+	g.Expect(ctr.Command[2]).To(ContainSubstring(`$DUMP_COMMAND --host="$MYSQL_HOST"`))
+	dump := *envMap(ctr.Env)["DUMP_COMMAND"].Value
+	for _, flag := range []string{"mysqldump ", "--all-databases", "--single-transaction", "--routines", "--events", "--triggers",
+		"--set-gtid-purged=ON", "--source-data=2"} {
+		g.Expect(dump).To(ContainSubstring(flag))
 	}
 	g.Expect(ctr.EnvFrom).To(BeEmpty())
 	env := envMap(ctr.Env)
@@ -347,8 +349,8 @@ func TestBackupScriptsRun(t *testing.T) {
 
 				args, err := os.ReadFile(filepath.Join(e.log, "mysqldump.args"))
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(string(args)).To(Equal("--host=orders-0.orders-headless --user=root --all-databases " +
-					"--single-transaction --routines --events --triggers --set-gtid-purged=OFF\n"))
+				g.Expect(string(args)).To(Equal("--user=root --single-transaction --source-data=2 --set-gtid-purged=ON " +
+					"--all-databases --triggers --routines --events --flush-privileges --host=orders-0.orders-headless\n"))
 				pwd, err := os.ReadFile(filepath.Join(e.log, "mysqldump.pwd"))
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(string(pwd)).To(Equal(rootPassword + "\n"))

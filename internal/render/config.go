@@ -38,7 +38,8 @@ var configKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 // managedOptions are set by mysqlfleet, in my.cnf or on the mysqld command line, and may not be overridden by
 // spec.config: an option file's later lines win, so a user's gtid_mode would silently replace ours.
 var managedOptions = []string{
-	"server_id", "gtid_mode", "enforce_gtid_consistency", "log_bin", "datadir", "port", "socket", "bind_address",
+	"server_id", "gtid_mode", "enforce_gtid_consistency", "gtid_strict_mode", "log_bin", "datadir", "port", "socket",
+	"bind_address",
 }
 
 // optionPrefixes are the modifiers mysqld accepts in front of any option name (skip-log-bin turns log_bin off).
@@ -60,11 +61,17 @@ func myCnf(c *v1alpha1.MySQLCluster) (string, error) {
 	b.WriteString("skip-name-resolve\n")
 	b.WriteString("character-set-server = utf8mb4\n")
 	// GTIDs and a row-based binary log on every Pod, so that replicas and point-in-time recovery can be built on
-	// any of them. binlog_format is already ROW by default since 5.7.7; it is stated for servers that differ.
-	b.WriteString("gtid_mode = ON\n")
-	b.WriteString("enforce_gtid_consistency = ON\n")
+	// any of them. binlog_format is already ROW by default since MySQL 5.7.7; it is stated for servers that
+	// differ. MariaDB always assigns GTIDs and knows no gtid_mode: its strict mode refuses out-of-order sequence
+	// numbers instead, so that divergence stops replication rather than being applied.
 	b.WriteString("log_bin = binlog\n")
 	b.WriteString("binlog_format = ROW\n")
+	if engine(c) == v1alpha1.EngineMariaDB {
+		b.WriteString("gtid_strict_mode = ON\n")
+	} else {
+		b.WriteString("gtid_mode = ON\n")
+		b.WriteString("enforce_gtid_consistency = ON\n")
+	}
 
 	keys := make([]string, 0, len(c.Spec.Config))
 	for k := range c.Spec.Config {

@@ -18,6 +18,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
 
@@ -139,6 +140,8 @@ func validate(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) e
 		return fmt.Errorf("%w: member has no name", ErrInvalid)
 	case c.Spec.Image == "" && c.Spec.Version == "":
 		return fmt.Errorf("%w: spec.version or spec.image is required", ErrInvalid)
+	case engine(c) != v1alpha1.EngineMySQL && engine(c) != v1alpha1.EngineMariaDB:
+		return fmt.Errorf("%w: unknown engine %q", ErrInvalid, c.Spec.Engine)
 	case creds.RootPassword == "":
 		return fmt.Errorf("%w: the root password is empty", ErrInvalid)
 	case c.Spec.User != "" && creds.Password == "":
@@ -254,13 +257,40 @@ func storageClass(name *string, byCloud v1alpha1.StorageClassByCloud, m placemen
 	return ""
 }
 
-// Image is the MySQL server image: spec.image, or the official image of spec.version. Another image must work
-// like the official one: docker-entrypoint.sh on PATH, the mysql user as uid 999, /etc/mysql/conf.d included.
+// Image is the server image: spec.image, or the engine's official image of spec.version (mysql:<version>,
+// mariadb:<version>). Another image must work like the official one: docker-entrypoint.sh on PATH, the mysql user
+// as uid 999, /etc/mysql/conf.d included, MYSQL_ROOT_PASSWORD and friends honoured.
 func Image(c *v1alpha1.MySQLCluster) string {
 	if c.Spec.Image != "" {
 		return c.Spec.Image
 	}
+	if engine(c) == v1alpha1.EngineMariaDB {
+		return "mariadb:" + c.Spec.Version
+	}
 	return "mysql:" + c.Spec.Version
+}
+
+// engine is spec.engine, MySQL when the API server has not defaulted it.
+func engine(c *v1alpha1.MySQLCluster) v1alpha1.Engine {
+	return orDefault(c.Spec.Engine, v1alpha1.EngineMySQL)
+}
+
+// flavor is the engine's SQL and tools (internal/mysql): the dump command comes from there.
+func flavor(c *v1alpha1.MySQLCluster) mysql.Flavor {
+	f, err := mysql.FlavorFor(mysql.Engine(engine(c)))
+	if err != nil {
+		panic(err) // the API's enum allows no other engine, and validate refuses one
+	}
+	return f
+}
+
+// binaries are the names of the server and its admin client in the engine's official image. MariaDB 11 images
+// have no mysql* names any more.
+func binaries(c *v1alpha1.MySQLCluster) (server, admin string) {
+	if engine(c) == v1alpha1.EngineMariaDB {
+		return "mariadbd", "mariadb-admin"
+	}
+	return "mysqld", "mysqladmin"
 }
 
 func orDefault[T comparable](v, def T) T {

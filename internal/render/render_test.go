@@ -514,3 +514,51 @@ func TestScriptsHaveNoKubernetesVariableReferences(t *testing.T) {
 		})
 	}
 }
+
+// Each engine gets its own image, server and admin binaries, replication options and dump tool; nothing of the
+// other engine's leaks in (mariadbd refuses to start on an unknown option such as gtid_mode).
+func TestEngines(t *testing.T) {
+	tests := []struct {
+		engine                     v1alpha1.Engine
+		image, server, admin, dump string
+		cnf, notCnf                []string
+	}{
+		{engine: "", image: "mysql:8.4", server: "exec docker-entrypoint.sh mysqld --server-id", admin: "exec mysqladmin ",
+			dump: "mysqldump", cnf: []string{"gtid_mode = ON", "enforce_gtid_consistency = ON", "log_bin = binlog"},
+			notCnf: []string{"gtid_strict_mode"}},
+		{engine: v1alpha1.EngineMySQL, image: "mysql:8.4", server: "exec docker-entrypoint.sh mysqld --server-id",
+			admin: "exec mysqladmin ", dump: "mysqldump", cnf: []string{"gtid_mode = ON"}, notCnf: []string{"gtid_strict_mode"}},
+		{engine: v1alpha1.EngineMariaDB, image: "mariadb:11.4", server: "exec docker-entrypoint.sh mariadbd --server-id",
+			admin: "exec mariadb-admin ", dump: "mariadb-dump", cnf: []string{"gtid_strict_mode = ON", "log_bin = binlog"},
+			notCnf: []string{"gtid_mode", "enforce_gtid_consistency"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.engine), func(t *testing.T) {
+			g := NewWithT(t)
+			c := cluster(withBackup("@daily", pvcTarget()))
+			c.Spec.Engine = tt.engine
+			if tt.engine == v1alpha1.EngineMariaDB {
+				c.Spec.Version = "11.4"
+			}
+			o := mustRender(t, c, awsMember)
+			ctr := o.StatefulSet.Spec.Template.Spec.Containers[0]
+			g.Expect(*ctr.Image).To(Equal(tt.image))
+			g.Expect(ctr.Command[2]).To(ContainSubstring(tt.server))
+			g.Expect(ctr.ReadinessProbe.Exec.Command[2]).To(ContainSubstring(tt.admin))
+			cnf := o.ConfigMap.Data[MyCnfKey]
+			for _, line := range tt.cnf {
+				g.Expect(cnf).To(ContainSubstring(line))
+			}
+			for _, word := range tt.notCnf {
+				g.Expect(cnf).NotTo(ContainSubstring(word))
+			}
+			var dump string
+			for _, e := range o.BackupCronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+				if *e.Name == "DUMP_COMMAND" {
+					dump = *e.Value
+				}
+			}
+			g.Expect(strings.Fields(dump)[0]).To(Equal(tt.dump))
+		})
+	}
+}

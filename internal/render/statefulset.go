@@ -26,32 +26,39 @@ const (
 	configVolumeName       = "config"
 )
 
-// mysqldScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the ordinal
-// at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do). The entrypoint then initialises the data directory on first start (root
-// password, database, user) and execs mysqld, which replaces the shell so that it receives SIGTERM.
+// serverScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the
+// ordinal at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do).
+// The entrypoint then initialises the data directory on first start (root password, database, user) and execs
+// the server (mysqld or mariadbd), which replaces the shell so that it receives SIGTERM.
 //
 // Kubernetes expands $(NAME) in command and args when NAME is a variable of the container; the $(( )) here names
 // none, so it reaches the shell unchanged.
-const mysqldScript = `set -eu
+func serverScript(server string) string {
+	return `set -eu
 ordinal="${POD_NAME##*-}"
 case "$ordinal" in
 ''|*[!0-9]*) echo "cannot read the StatefulSet ordinal from Pod name $POD_NAME" >&2; exit 1 ;;
 esac
-exec docker-entrypoint.sh mysqld --server-id="$((1000 + ordinal))"
+exec docker-entrypoint.sh ` + server + ` --server-id="$((1000 + ordinal))"
 `
+}
 
-// readinessScript asks mysqld itself, over TCP: during first start the entrypoint runs a temporary server without
-// networking, and a socket ping would report that server ready. It logs in as root (the password comes from the
-// container's environment, never from the Pod spec) so that probes do not fill the error log with denied logins.
-const readinessScript = `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysqladmin --user=root --host=127.0.0.1 --connect-timeout=3 ping`
+// readinessScript asks the server itself, over TCP: during first start the entrypoint runs a temporary server
+// without networking, and a socket ping would report that server ready. It logs in as root (the password comes
+// from the container's environment, never from the Pod spec) so that probes do not fill the error log with
+// denied logins.
+func readinessScript(admin string) string {
+	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=127.0.0.1 --connect-timeout=3 ping`
+}
 
 func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *appsv1ac.StatefulSetApplyConfiguration {
 	sel := Selector(c)
+	server, admin := binaries(c)
 	container := corev1ac.Container().
 		WithName(MySQLContainerName).
 		WithImage(Image(c)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand("sh", "-c", mysqldScript).
+		WithCommand("sh", "-c", serverScript(server)).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(MySQLPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(mysqlEnv(c)...).
 		WithVolumeMounts(
@@ -69,7 +76,7 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
 			WithPeriodSeconds(10).WithTimeoutSeconds(5).WithFailureThreshold(6)).
 		WithReadinessProbe(corev1ac.Probe().
-			WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", readinessScript)).
+			WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", readinessScript(admin))).
 			WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(3)).
 		WithSecurityContext(containerSecurityContext())
 	if r := resources(c.Spec.Resources); r != nil {

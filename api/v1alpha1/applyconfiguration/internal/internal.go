@@ -107,6 +107,8 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.DeletionPolicy
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
+  scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberStatus
   map:
     fields:
@@ -208,6 +210,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.DeletionPolicy
       default: Retain
+    - name: engine
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
+      default: MySQL
     - name: image
       type:
         scalar: string

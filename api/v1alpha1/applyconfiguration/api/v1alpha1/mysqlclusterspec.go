@@ -28,9 +28,12 @@ import (
 //
 // MySQLClusterSpec is what a database needs, and where.
 type MySQLClusterSpecApplyConfiguration struct {
-	// Version is the MySQL version; the image is mysql:<version> unless image is set.
+	// Engine is the database server. It cannot change: one engine's data directory is not the other's.
+	Engine *apiv1alpha1.Engine `json:"engine,omitempty"`
+	// Version is the server version: MySQL 8.0 or later, MariaDB 10.6 or later. The image is mysql:<version> or
+	// mariadb:<version> unless image is set.
 	Version *string `json:"version,omitempty"`
-	// Image overrides the MySQL image, e.g. a mirror or a MySQL-compatible server.
+	// Image overrides the server image, e.g. a mirror or a MySQL-compatible server.
 	Image *string `json:"image,omitempty"`
 	// Replicas is the number of MySQL Pods in each member.
 	Replicas *int32 `json:"replicas,omitempty"`
@@ -63,6 +66,14 @@ type MySQLClusterSpecApplyConfiguration struct {
 // apply.
 func MySQLClusterSpec() *MySQLClusterSpecApplyConfiguration {
 	return &MySQLClusterSpecApplyConfiguration{}
+}
+
+// WithEngine sets the Engine field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Engine field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithEngine(value apiv1alpha1.Engine) *MySQLClusterSpecApplyConfiguration {
+	b.Engine = &value
+	return b
 }
 
 // WithVersion sets the Version field in the declarative configuration to the given value
