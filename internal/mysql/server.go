@@ -163,6 +163,11 @@ func (s *Server) StopReplica(ctx context.Context) error { return s.flavor.StopRe
 // StartReplica starts the replication threads of a server whose source is configured.
 func (s *Server) StartReplica(ctx context.Context) error { return s.flavor.StartReplica(ctx, s.db) }
 
+// StopReplicaIO stops the receiver and leaves the applier running: the server stops fetching (and
+// acknowledging) transactions from its source and goes on applying what it received. A failover does this on
+// every replica before it chooses one, so that a lost primary that still runs cannot have a commit acknowledged.
+func (s *Server) StopReplicaIO(ctx context.Context) error { return s.flavor.StopReplicaIO(ctx, s.db) }
+
 // Promote makes the server the writable primary. If it is a replica, it first stops fetching from its source
 // and waits until it has applied everything it received: a semi-sync acknowledgement means "received", not
 // "applied", and resetting replication throws the unapplied relay log away (the notes measured thousands of
