@@ -1,0 +1,79 @@
+// Package clustering is the member controller's decision engine: which instance of a MySQLCluster's set in
+// one member is the primary, and what to do to every instance so that the set keeps one writable primary and
+// replicas that hold every acknowledged transaction. It follows MOCO's clustering package: decisions are pure,
+// over the observed state of the instances and a small record, and act through an interface of server
+// operations (Ops), so that each rule is table-tested and the same code runs against real servers.
+//
+// # One pass
+//
+// Observe reads every instance's mysql.Status (the primary's last, see Observe). Decide takes the Desired set,
+// the Record kept from earlier passes (the primary's index and the errant instances) and the observations,
+// and returns a Plan: a Decision, ordered Steps, the Record after the steps and a Report. Execute runs the
+// steps over Ops. Reconcile does the three. The member controller persists the record (through the plan's
+// save-record step, placed before any new primary turns writable), labels Pods after the report, and calls
+// again soon when Plan.Requeue says so. It decides, before calling, when an instance counts as unreachable
+// (after retries) or Unhealthy; the engine trusts what it is given. No Kubernetes here.
+//
+// # Decisions and their rules
+//
+// In order of precedence:
+//
+//   - No primary recorded. Bootstrap when every instance answers, none is writable or replicates, and instance
+//     0 holds every transaction any other holds (fresh servers hold none): record 0, promote it with
+//     semi-sync, point the others at it with GTID auto-positioning. If exactly one instance is writable the
+//     record was lost: Adopt it. Otherwise refuse (and fence the writable ones).
+//   - Never two writable instances: any writable instance other than the recorded primary is fenced (its
+//     clients' connections ended, then read-only) before anything else; what becomes of it is decided in the
+//     next pass, from its state once fenced.
+//   - The primary is lost when it does not answer, is marked Unhealthy, or answers with an empty executed set
+//     while another instance holds transactions (a lost volume). Failover, in two passes:
+//     FailoverStarted fences the old primary if it answers and stops every replica's receiver, so that nothing
+//     more is acknowledged to the old primary (its commits then wait forever: semi-sync never falls back).
+//     Failover then requires FailoverQuorum instances to answer, takes each one's executed ∪ received set
+//     (without its own transactions if it is errant), and promotes the replica that holds every transaction
+//     every other answering instance holds: never one that lacks a transaction another has. Among several,
+//     the requested primary, then the lowest index. It must be able to apply what it received. The record
+//     moves to it, it is promoted (Promote waits until it has applied everything it received: an
+//     acknowledgement means received, not applied), and the others follow it. Refused, with the reason, when
+//     too few answer, when the replicas diverge, or when the best one cannot apply.
+//   - Otherwise the primary answers. Errant transactions are computed for every other instance that answers:
+//     what it executed that the primary has not, leaving out the primary's own transactions (a replica read
+//     after the primary may be ahead of the primary's set, cybozu-go/moco#419). Errant instances are recorded,
+//     their receivers stopped, never repointed nor promoted, and reported until a human rebuilds them; a
+//     returning old primary whose transactions are all on the new primary is not errant and simply rejoins.
+//   - A switchover is requested (Desired.Primary differs from the record): refused, with the reason, unless the
+//     target answers, is healthy, has no errant transaction, replicates from the primary with both threads
+//     running, and lags no more than MaxLag. Then: fence the old primary, wait until the target has applied
+//     every transaction the fenced primary executed, record the target, promote it, point every other
+//     instance at it, the old primary included. A refused switchover still lets the repairs below run.
+//   - Repair: a read-only primary, or one that replicates, is promoted; one whose semi-sync settings differ is
+//     reconfigured; an instance that does not replicate from the primary, or whose threads are stopped, or
+//     that does not acknowledge, is repointed (which restarts it).
+//   - Steady: nothing differs, the plan is empty. The member controller adds no write to an idle member.
+//
+// # Semi-sync wait count
+//
+// The primary waits (AFTER_SYNC, with a timeout that never falls back to asynchronous) for w replicas to hold
+// each transaction before its commit returns, so an acknowledged transaction exists on at least one replica
+// whenever w ≥ 1. DefaultSemiSyncWait picks w; FailoverQuorum (n-w) is how many of the other instances must
+// answer before a failover can be sure to carry every acknowledged transaction over:
+//
+//	instances n   MySQL w   failover needs   MariaDB w   failover needs
+//	1             0         no failover      0           no failover
+//	2             1         1 of 1           1           1 of 1
+//	3             1         2 of 2           1           2 of 2
+//	4             2         2 of 3           1           3 of 3
+//	5             2         3 of 4           1           4 of 4
+//	6             3         3 of 5           1           5 of 5
+//
+// Writes stop (they wait, they are never acknowledged asynchronously) while fewer than w replicas are up.
+// MariaDB waits for exactly one acknowledgement and cannot be told otherwise, so on MariaDB writes survive
+// all replicas but one being down, and automatic failover needs every replica to answer.
+//
+// # Limits
+//
+// Observed facts are as fresh as the pass: the engine relies on the two-pass failover and on the primary
+// being read last. A replica that turns errant between the last pass and the primary's loss is not known to be
+// errant at the failover (as in MOCO). The record of errant instances is kept only for failovers; it is
+// recomputed whenever the primary answers, so a rebuilt instance clears itself.
+package clustering

@@ -1,0 +1,137 @@
+package clustering_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// recorder is an Ops that records every call and fails those fail says to.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	fail  func(call string) error
+}
+
+func (r *recorder) do(format string, args ...any) error {
+	call := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call)
+	if r.fail != nil {
+		return r.fail(call)
+	}
+	return nil
+}
+
+func (r *recorder) Status(_ context.Context, i int) (*mysql.Status, error) {
+	return nil, r.do("status %d", i)
+}
+func (r *recorder) Fence(_ context.Context, i int) error { return r.do("fence %d", i) }
+func (r *recorder) StopReplicaIO(_ context.Context, i int) error {
+	return r.do("stop-replica-io %d", i)
+}
+func (r *recorder) Replicate(_ context.Context, i int, a clustering.Address) error {
+	return r.do("replicate %d from %s", i, a)
+}
+func (r *recorder) Promote(_ context.Context, i int, s mysql.SemiSync) error {
+	return r.do("promote %d wait %d", i, s.WaitForReplicas)
+}
+func (r *recorder) ConfigureSemiSync(_ context.Context, i int, s mysql.SemiSync) error {
+	return r.do("configure-semi-sync %d wait %d", i, s.WaitForReplicas)
+}
+func (r *recorder) WaitForExecuted(_ context.Context, i, of int, timeout time.Duration) error {
+	return r.do("wait %d for %d within %s", i, of, timeout)
+}
+func (r *recorder) SaveRecord(_ context.Context, rec clustering.Record) error {
+	return r.do("save-record %s", rec)
+}
+
+func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
+	g := NewWithT(t)
+	d := desired(3, requestPrimary(1))
+	plan := clustering.Decide(d, record(0),
+		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")))
+	ops := &recorder{}
+	g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(Succeed())
+	g.Expect(ops.calls).To(Equal([]string{
+		"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s", "save-record primary=1 errant=[]",
+		"promote 1 wait 1", "replicate 0 from db-1:3306", "replicate 2 from db-1:3306",
+	}))
+}
+
+func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
+	plan := clustering.Decide(desired(3, requestPrimary(1)), record(0),
+		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")))
+	for _, tt := range []struct {
+		failing string
+		ran     []string
+	}{
+		// A target that cannot catch up while the primary is writable: the primary is left alone.
+		{"wait 1 for 0 within 10s", []string{"wait 1 for 0 within 10s"}},
+		// A primary that cannot be fenced must not be replaced: it could still take writes.
+		{"fence 0", []string{"wait 1 for 0 within 10s", "fence 0"}},
+		// A target that did not catch up is not promoted; the old primary stays recorded (and fenced).
+		{"wait 1 for 0 within 1m0s", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s"}},
+		// A new primary is never made writable unless the record says it is the primary.
+		{"save-record primary=1 errant=[]", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
+			"save-record primary=1 errant=[]"}},
+		{"promote 1 wait 1", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
+			"save-record primary=1 errant=[]", "promote 1 wait 1"}},
+		// Repointing one replica does not depend on another.
+		{"replicate 0 from db-1:3306", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
+			"save-record primary=1 errant=[]", "promote 1 wait 1", "replicate 0 from db-1:3306",
+			"replicate 2 from db-1:3306"}},
+	} {
+		t.Run(tt.failing, func(t *testing.T) {
+			g := NewWithT(t)
+			boom := errors.New("boom")
+			ops := &recorder{fail: func(call string) error {
+				if call == tt.failing {
+					return boom
+				}
+				return nil
+			}}
+			err := clustering.Execute(context.Background(), ops, plan.Steps)
+			g.Expect(err).To(MatchError(boom))
+			g.Expect(ops.calls).To(Equal(tt.ran))
+		})
+	}
+}
+
+func TestObserveReadsThePrimaryLast(t *testing.T) {
+	g := NewWithT(t)
+	ops := &recorder{fail: func(call string) error { return errors.New("down") }}
+	obs := clustering.Observe(context.Background(), ops, 3, 1, time.Second)
+	g.Expect(obs).To(HaveLen(3))
+	for _, o := range obs {
+		g.Expect(o.Reachable()).To(BeFalse())
+		g.Expect(o.Err).To(MatchError("down"))
+	}
+	// An unreachable primary is not read twice.
+	g.Expect(ops.calls).To(ConsistOf("status 0", "status 1", "status 2"))
+
+	st := &statusOps{recorder: &recorder{}, status: &mysql.Status{}}
+	clustering.Observe(context.Background(), st, 3, 1, time.Second)
+	g.Expect(st.calls).To(HaveLen(4))
+	g.Expect(st.calls[3]).To(Equal("status 1"))
+}
+
+// statusOps answers every status read.
+type statusOps struct {
+	*recorder
+	status *mysql.Status
+}
+
+func (s *statusOps) Status(ctx context.Context, i int) (*mysql.Status, error) {
+	_, _ = s.recorder.Status(ctx, i)
+	return s.status, nil
+}

@@ -1,0 +1,619 @@
+package clustering_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+)
+
+// The real-server tests run MariaDB 10.11 processes (internal/mysql/mysqltest) and drive them only through
+// the engine: Reconcile over ServerOps, as the member controller will. The test plays the member controller
+// (it keeps the record) and the application (writers that follow the recorded primary, as clients of the
+// primary Service do once the role label moves).
+
+const (
+	adminUser     = "fleet-admin"
+	adminPassword = `adm'n\pw`
+	replUser      = "repl"
+	replPassword  = `re"pl'pw`
+	appUser       = "shop"
+	appPassword   = "shop-pw"
+	appDatabase   = "shop_db"
+
+	convergeTimeout = 90 * time.Second
+)
+
+// fleet is one member's set of instances, its member controller's record, and the application's pools.
+type fleet struct {
+	t       *testing.T
+	servers []*mysqltest.Server
+	admin   []*mysql.Server
+	// ops is what the engine acts through: server, possibly wrapped by a test.
+	ops     clustering.Ops
+	server  *clustering.ServerOps
+	desired clustering.Desired
+
+	mu  sync.Mutex
+	rec clustering.Record
+	// primary is the recorded primary, -1 before bootstrap; writers follow it.
+	primary atomic.Int32
+	apps    map[int]*sql.DB
+	// decisions are the decisions of every pass that was not Steady, for assertions and logs.
+	decisions []clustering.Decision
+}
+
+// newFleet starts n servers and creates the member controller's admin user and the replication user on each,
+// unlogged, as a Pod's init would. Nothing else: the engine forms the set.
+func newFleet(t *testing.T, n int) *fleet {
+	t.Helper()
+	ctx := context.Background()
+	f := &fleet{t: t, servers: mysqltest.StartN(t, n), apps: map[int]*sql.DB{}}
+	f.primary.Store(-1)
+	for _, s := range f.servers {
+		root, err := mysql.Open(mysql.MariaDBFlavor{}, s.RootDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []mysql.User{
+			{Kind: mysql.AdminUser, Name: adminUser, Password: adminPassword},
+			{Kind: mysql.ReplicationUser, Name: replUser, Password: replPassword},
+		} {
+			if err := root.EnsureUserUnlogged(ctx, u); err != nil {
+				t.Fatalf("failed to bootstrap user %s on server %d: %v", u.Name, s.ServerID, err)
+			}
+		}
+		_ = root.Close()
+		admin, err := mysql.Open(mysql.MariaDBFlavor{}, s.DSN(adminUser, adminPassword)+"?timeout=2s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Close() })
+		f.admin = append(f.admin, admin)
+		f.desired.Addresses = append(f.desired.Addresses, clustering.Address{Host: s.Host, Port: s.Port})
+	}
+	f.desired.Name, f.desired.Engine, f.desired.MaxLag = "shop", mysql.MariaDB, 5*time.Second
+	f.server = &clustering.ServerOps{
+		Servers: f.admin, ReplicationUser: replUser, ReplicationPassword: replPassword,
+		ConnectRetry: time.Second, Save: f.save,
+	}
+	f.ops = f.server
+	return f
+}
+
+// newBootstrappedFleet forms the set through the engine and creates the application's user and table.
+func newBootstrappedFleet(t *testing.T, n int) *fleet {
+	t.Helper()
+	f := newFleet(t, n)
+	f.converge()
+	if f.decisions[0].Kind != clustering.Bootstrap {
+		t.Fatalf("the first decision was %s, want Bootstrap", f.decisions[0])
+	}
+	p := f.primaryIndex()
+	err := f.admin[p].EnsureUser(context.Background(), mysql.User{Kind: mysql.ApplicationUser, Name: appUser,
+		Password: appPassword, Database: appDatabase})
+	if err != nil {
+		t.Fatalf("failed to create the application user: %v", err)
+	}
+	if _, err := f.app(p).Exec("CREATE TABLE orders (id INT PRIMARY KEY, server INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReplicas(p)
+	return f
+}
+
+func (f *fleet) save(_ context.Context, r clustering.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rec = r
+	f.primary.Store(int32(r.PrimaryIndex()))
+	return nil
+}
+
+func (f *fleet) record() clustering.Record {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rec
+}
+
+func (f *fleet) primaryIndex() int { return int(f.primary.Load()) }
+
+// pass runs the engine once.
+func (f *fleet) pass() (clustering.Plan, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), convergeTimeout)
+	defer cancel()
+	start := time.Now()
+	plan, err := clustering.Reconcile(ctx, f.desired, f.record(), f.ops, 2*time.Second)
+	if plan.Decision.Kind != clustering.Steady || err != nil {
+		f.decisions = append(f.decisions, plan.Decision)
+		var steps []string
+		for _, s := range plan.Steps {
+			steps = append(steps, s.String())
+		}
+		f.t.Logf("pass (%s): %s; steps %q; error %v", time.Since(start).Round(time.Millisecond), plan.Decision,
+			steps, err)
+	}
+	return plan, err
+}
+
+// converge runs passes until one is Steady with every instance that answers in a role (no replica still
+// connecting) and returns its plan.
+func (f *fleet) converge() clustering.Plan {
+	f.t.Helper()
+	return f.until("a steady pass", func(p clustering.Plan) bool {
+		return p.Decision.Kind == clustering.Steady && !slices.ContainsFunc(p.Report.Instances,
+			func(in clustering.InstanceReport) bool { return in.Role == clustering.RoleNone })
+	})
+}
+
+// until runs passes, as the member controller would (at once after a change, a little later otherwise),
+// until done holds for a pass that ran without error.
+func (f *fleet) until(what string, done func(clustering.Plan) bool) clustering.Plan {
+	f.t.Helper()
+	deadline := time.Now().Add(convergeTimeout)
+	for {
+		plan, err := f.pass()
+		if err == nil && done(plan) {
+			return plan
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("no %s after %s; last decision %s, error %v\n%s", what, convergeTimeout, plan.Decision, err,
+				f.describe())
+		}
+		if err != nil || !plan.Requeue() {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// decided tells whether a pass since the fleet started decided kind, from and to (-1 for any).
+func (f *fleet) decided(kind clustering.Kind, from, to int) bool {
+	return slices.ContainsFunc(f.decisions, func(d clustering.Decision) bool {
+		return d.Kind == kind && (from < 0 || d.From == from) && (to < 0 || d.To == to)
+	})
+}
+
+// app is the application's pool for server i.
+func (f *fleet) app(i int) *sql.DB {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if db, ok := f.apps[i]; ok {
+		return db
+	}
+	db, err := sql.Open("mysql", f.servers[i].DSN(appUser, appPassword)+appDatabase+"?timeout=1s")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = db.Close() })
+	f.apps[i] = db
+	return db
+}
+
+// insert commits rows on server i, one transaction each.
+func (f *fleet) insert(i int, ids ...int) {
+	f.t.Helper()
+	for _, id := range ids {
+		if _, err := f.app(i).Exec("INSERT INTO orders (id, server) VALUES (?, ?)", id, i); err != nil {
+			f.t.Fatalf("server %d: insert %d: %v", i, id, err)
+		}
+	}
+}
+
+// ids reads the ids of the orders on server i.
+func (f *fleet) ids(i int) map[int]bool {
+	f.t.Helper()
+	rows, err := f.app(i).Query("SELECT id FROM orders")
+	if err != nil {
+		f.t.Fatalf("server %d: %v", i, err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			f.t.Fatal(err)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// missing returns the ids server i lacks, ascending.
+func (f *fleet) missing(i int, ids []int) []int {
+	f.t.Helper()
+	have := f.ids(i)
+	var out []int
+	for _, id := range ids {
+		if !have[id] {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitReplicas waits until every instance in the report's replica role has applied the primary's executed set.
+func (f *fleet) waitReplicas(primary int, except ...int) {
+	f.t.Helper()
+	ctx := context.Background()
+	executed, err := f.admin[primary].ExecutedGTIDSet(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i, admin := range f.admin {
+		if i == primary || slices.Contains(except, i) {
+			continue
+		}
+		if err := admin.WaitForGTID(ctx, executed, 60*time.Second); err != nil {
+			f.t.Fatalf("server %d did not apply %s: %v\n%s", i, executed, err, f.describe())
+		}
+	}
+}
+
+func (f *fleet) status(i int) *mysql.Status {
+	f.t.Helper()
+	st, err := f.admin[i].Status(context.Background())
+	if err != nil {
+		f.t.Fatalf("server %d: %v", i, err)
+	}
+	return st
+}
+
+// describe is every server's replication state, for failure messages.
+func (f *fleet) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "record %s\n", f.record())
+	for i, a := range f.admin {
+		st, err := a.Status(context.Background())
+		if err != nil {
+			fmt.Fprintf(&b, "server %d: %v\n", i, err)
+			continue
+		}
+		fmt.Fprintf(&b, "server %d: role %s, read-only %t, executed %s, semi-sync %+v\n", i, st.Role, st.ReadOnly,
+			st.Executed, *st.SemiSync)
+		if r := st.Replica; r != nil {
+			fmt.Fprintf(&b, "  replica of %s:%d io=%s sql=%t io error %d %q sql error %d %q received %s\n",
+				r.SourceHost, r.SourcePort, r.IOState, r.SQLRunning, r.LastIOErrno, r.LastIOError, r.LastSQLErrno,
+				r.LastSQLError, r.Received)
+		}
+	}
+	return b.String()
+}
+
+// root runs a statement on server i as root over its socket: root holds READ_ONLY ADMIN and writes past
+// read_only, as a human with too many privileges would.
+func (f *fleet) root(i int, stmts ...string) {
+	f.t.Helper()
+	db, err := sql.Open("mysql", f.servers[i].RootDSN())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			f.t.Fatalf("server %d: %s: %v", i, s, err)
+		}
+	}
+}
+
+// writer commits one row at a time, each with a new id, to the server target names, retrying a failed write
+// (same id) until it succeeds. acked holds the ids whose commit returned success: what the application was
+// told is committed.
+type writer struct {
+	f      *fleet
+	target func() int
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu     sync.Mutex
+	acked  []int
+	ackAt  []time.Time
+	where  []int
+	failed int
+	dupes  int
+}
+
+// startWriter starts a writer with ids from first; it stops when the test ends, at the latest.
+func (f *fleet) startWriter(first int, target func() int) *writer {
+	w := &writer{f: f, target: target, stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run(first)
+	f.t.Cleanup(w.Stop)
+	return w
+}
+
+func (w *writer) run(id int) {
+	defer close(w.done)
+	for ; ; id++ {
+		for {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			i := w.target()
+			if i < 0 {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := w.f.app(i).ExecContext(ctx, "INSERT INTO orders (id, server) VALUES (?, ?)", id, i)
+			cancel()
+			if err == nil {
+				w.mu.Lock()
+				w.acked, w.ackAt, w.where = append(w.acked, id), append(w.ackAt, time.Now()), append(w.where, i)
+				w.mu.Unlock()
+				break
+			}
+			var me *driver.MySQLError
+			if errors.As(err, &me) && me.Number == 1062 {
+				// An earlier attempt, whose outcome the writer did not learn, committed: not acknowledged.
+				w.mu.Lock()
+				w.dupes++
+				w.mu.Unlock()
+				break
+			}
+			w.mu.Lock()
+			w.failed++
+			w.mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Stop stops the writer and waits for it.
+func (w *writer) Stop() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// Acked returns the acknowledged ids.
+func (w *writer) Acked() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.acked)
+}
+
+// firstAckAfter is when the first write after t was acknowledged, and by which server; zero if none.
+func (w *writer) firstAckAfter(t time.Time) (time.Time, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, at := range w.ackAt {
+		if at.After(t) {
+			return at, w.where[k]
+		}
+	}
+	return time.Time{}, -1
+}
+
+// waitAcks waits until the writer has n more acknowledgements than it had when called.
+func (w *writer) waitAcks(n int) {
+	w.f.t.Helper()
+	start := len(w.Acked())
+	deadline := time.Now().Add(60 * time.Second)
+	for len(w.Acked()) < start+n {
+		if time.Now().After(deadline) {
+			w.mu.Lock()
+			failed := w.failed
+			w.mu.Unlock()
+			w.f.t.Fatalf("the writer got %d of %d acknowledgements in 60s (%d failures)\n%s", len(w.Acked())-start, n,
+				failed, w.f.describe())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *writer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fmt.Sprintf("%d acknowledged, %d failed attempts, %d found committed on retry", len(w.acked), w.failed,
+		w.dupes)
+}
+
+// restart starts a killed server again on its data directory, port and socket, as the kubelet restarts a
+// container. mysqltest has no restart; the options mirror the ones it starts servers with.
+func restart(t *testing.T, s *mysqltest.Server) {
+	t.Helper()
+	bin := "/usr/sbin/mariadbd"
+	if p, err := exec.LookPath("mariadbd"); err == nil {
+		bin = p
+	}
+	dir := t.TempDir()
+	args := []string{
+		"--no-defaults",
+		"--datadir=" + s.DataDir,
+		"--tmpdir=" + dir,
+		"--socket=" + s.Socket,
+		"--port=" + strconv.Itoa(s.Port),
+		"--bind-address=127.0.0.1",
+		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
+		"--log-error=" + filepath.Join(dir, "error.log"),
+		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
+		"--skip-name-resolve",
+		"--innodb-buffer-pool-size=32M",
+		"--innodb-log-file-size=8M",
+		"--performance-schema=OFF",
+		"--max-connections=100",
+	}
+	for _, o := range (mysql.MariaDBFlavor{}).BootOptions() {
+		args = append(args, "--"+o)
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("failed to restart server %d: %v", s.ServerID, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	db, err := sql.Open("mysql", s.RootDSN()+"?timeout=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for db.Ping() != nil {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Fatalf("restarted server %d exited:\n%s", s.ServerID, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted server %d is not ready after 60s", s.ServerID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// partition is Ops that cannot reach the instances cut off, as a member controller on the other side of a
+// network partition; the instances still reach each other and their clients.
+type partition struct {
+	clustering.Ops
+	mu  sync.Mutex
+	cut map[int]bool
+}
+
+var errPartitioned = errors.New("partitioned from the member controller")
+
+func (p *partition) set(i int, cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut[i] = cut
+}
+
+func (p *partition) check(is ...int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, i := range is {
+		if p.cut[i] {
+			return fmt.Errorf("instance %d: %w", i, errPartitioned)
+		}
+	}
+	return nil
+}
+
+func (p *partition) Status(ctx context.Context, i int) (*mysql.Status, error) {
+	if err := p.check(i); err != nil {
+		return nil, err
+	}
+	return p.Ops.Status(ctx, i)
+}
+
+func (p *partition) Fence(ctx context.Context, i int) error {
+	if err := p.check(i); err != nil {
+		return err
+	}
+	return p.Ops.Fence(ctx, i)
+}
+
+func (p *partition) StopReplicaIO(ctx context.Context, i int) error {
+	if err := p.check(i); err != nil {
+		return err
+	}
+	return p.Ops.StopReplicaIO(ctx, i)
+}
+
+func (p *partition) Replicate(ctx context.Context, i int, a clustering.Address) error {
+	if err := p.check(i); err != nil {
+		return err
+	}
+	return p.Ops.Replicate(ctx, i, a)
+}
+
+func (p *partition) Promote(ctx context.Context, i int, s mysql.SemiSync) error {
+	if err := p.check(i); err != nil {
+		return err
+	}
+	return p.Ops.Promote(ctx, i, s)
+}
+
+func (p *partition) ConfigureSemiSync(ctx context.Context, i int, s mysql.SemiSync) error {
+	if err := p.check(i); err != nil {
+		return err
+	}
+	return p.Ops.ConfigureSemiSync(ctx, i, s)
+}
+
+func (p *partition) WaitForExecuted(ctx context.Context, i, of int, timeout time.Duration) error {
+	if err := p.check(i, of); err != nil {
+		return err
+	}
+	return p.Ops.WaitForExecuted(ctx, i, of, timeout)
+}
+
+// readsOnly is Ops that fails the test on anything but a status read: a steady member gets no writes.
+type readsOnly struct {
+	clustering.Ops
+	t *testing.T
+}
+
+func (r readsOnly) write(what string) error {
+	r.t.Errorf("a steady pass wrote: %s", what)
+	return errors.New("no writes expected")
+}
+
+func (r readsOnly) Fence(_ context.Context, i int) error { return r.write(fmt.Sprint("fence ", i)) }
+func (r readsOnly) StopReplicaIO(_ context.Context, i int) error {
+	return r.write(fmt.Sprint("stop-replica-io ", i))
+}
+func (r readsOnly) Replicate(_ context.Context, i int, _ clustering.Address) error {
+	return r.write(fmt.Sprint("replicate ", i))
+}
+func (r readsOnly) Promote(_ context.Context, i int, _ mysql.SemiSync) error {
+	return r.write(fmt.Sprint("promote ", i))
+}
+func (r readsOnly) ConfigureSemiSync(_ context.Context, i int, _ mysql.SemiSync) error {
+	return r.write(fmt.Sprint("configure-semi-sync ", i))
+}
+func (r readsOnly) WaitForExecuted(_ context.Context, i, _ int, _ time.Duration) error {
+	return r.write(fmt.Sprint("wait ", i))
+}
+func (r readsOnly) SaveRecord(_ context.Context, rec clustering.Record) error {
+	return r.write("save-record " + rec.String())
+}
+
+func ints(from, n int) []int {
+	out := make([]int, n)
+	for k := range out {
+		out[k] = from + k
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package clustering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// Ops is everything the engine reads from and does to the instances of one member, by instance index.
+// ServerOps implements it over internal/mysql Servers; tests record calls or wrap it to inject faults.
+type Ops interface {
+	// Status reads an instance's state.
+	Status(ctx context.Context, i int) (*mysql.Status, error)
+	// Fence stops an instance from committing anything more for clients: it ends client connections and
+	// makes it read-only, in whichever order gets there when commits wait for semi-sync acknowledgements that
+	// will never come (see ServerOps.Fence).
+	Fence(ctx context.Context, i int) error
+	// StopReplicaIO stops an instance from receiving (and acknowledging) transactions; its applier goes on.
+	StopReplicaIO(ctx context.Context, i int) error
+	// Replicate makes an instance a read-only, acknowledging replica of source with GTID auto-positioning,
+	// and starts replication; it repoints and restarts a replica that was pointing elsewhere or stopped.
+	Replicate(ctx context.Context, i int, source Address) error
+	// Promote makes an instance the writable primary with semi-sync as given, after it has applied every
+	// transaction it received.
+	Promote(ctx context.Context, i int, semi mysql.SemiSync) error
+	// ConfigureSemiSync sets the source side of semi-sync on a primary.
+	ConfigureSemiSync(ctx context.Context, i int, semi mysql.SemiSync) error
+	// WaitForExecuted waits, at most timeout, until instance i has applied every transaction instance of
+	// has executed, read when the wait starts.
+	WaitForExecuted(ctx context.Context, i, of int, timeout time.Duration) error
+	// SaveRecord stores the record durably; the next pass gets it back.
+	SaveRecord(ctx context.Context, r Record) error
+}
+
+// Action names what a Step does.
+type Action string
+
+const (
+	ActionFence             Action = "fence"
+	ActionStopReplicaIO     Action = "stop-replica-io"
+	ActionReplicate         Action = "replicate"
+	ActionPromote           Action = "promote"
+	ActionConfigureSemiSync Action = "configure-semi-sync"
+	ActionWaitForExecuted   Action = "wait-for-executed"
+	ActionSaveRecord        Action = "save-record"
+)
+
+// Step is one operation of a plan. Which fields matter depends on Action.
+type Step struct {
+	Action Action
+	// Instance is the instance the step acts on (not used by ActionSaveRecord).
+	Instance int
+	// Source is the primary a replica is pointed at (ActionReplicate) or the instance whose executed set is
+	// waited for (ActionWaitForExecuted); Address is where it is reached.
+	Source  int
+	Address Address
+	// SemiSync is for ActionPromote and ActionConfigureSemiSync.
+	SemiSync mysql.SemiSync
+	// Timeout bounds ActionWaitForExecuted.
+	Timeout time.Duration
+	// Record is for ActionSaveRecord.
+	Record Record
+	// Why is the reason for the step, for logs. It is not part of String.
+	Why string
+}
+
+// String is the step without its reason, e.g. "replicate 2 from 0", as table tests compare it.
+func (s Step) String() string {
+	switch s.Action {
+	case ActionReplicate:
+		return fmt.Sprintf("replicate %d from %d", s.Instance, s.Source)
+	case ActionPromote:
+		return fmt.Sprintf("promote %d (semi-sync wait %d)", s.Instance, s.SemiSync.WaitForReplicas)
+	case ActionConfigureSemiSync:
+		return fmt.Sprintf("configure-semi-sync %d (wait %d)", s.Instance, s.SemiSync.WaitForReplicas)
+	case ActionWaitForExecuted:
+		return fmt.Sprintf("wait %d for %d within %s", s.Instance, s.Source, s.Timeout)
+	case ActionSaveRecord:
+		return "save-record " + s.Record.String()
+	}
+	return fmt.Sprintf("%s %d", s.Action, s.Instance)
+}
+
+// critical tells whether a failure of the step must stop the plan. The steps that later steps rely on for
+// safety (a fence before a promotion, the record before a new primary turns writable, the switchover's
+// catch-up before the promotion, the promotion before replicas follow it) are critical; the others act on one
+// instance each and the next pass retries them.
+func (s Step) critical() bool {
+	switch s.Action {
+	case ActionFence, ActionSaveRecord, ActionWaitForExecuted, ActionPromote:
+		return true
+	}
+	return false
+}
+
+func (s Step) run(ctx context.Context, ops Ops) error {
+	switch s.Action {
+	case ActionFence:
+		return ops.Fence(ctx, s.Instance)
+	case ActionStopReplicaIO:
+		return ops.StopReplicaIO(ctx, s.Instance)
+	case ActionReplicate:
+		return ops.Replicate(ctx, s.Instance, s.Address)
+	case ActionPromote:
+		return ops.Promote(ctx, s.Instance, s.SemiSync)
+	case ActionConfigureSemiSync:
+		return ops.ConfigureSemiSync(ctx, s.Instance, s.SemiSync)
+	case ActionWaitForExecuted:
+		return ops.WaitForExecuted(ctx, s.Instance, s.Source, s.Timeout)
+	case ActionSaveRecord:
+		return ops.SaveRecord(ctx, s.Record)
+	}
+	return fmt.Errorf("unknown action %q", s.Action)
+}
+
+// Execute runs the steps in order. A failed critical step stops the plan; a failed other step is reported and
+// the plan goes on. The errors are joined.
+func Execute(ctx context.Context, ops Ops, steps []Step) error {
+	var errs []error
+	for _, s := range steps {
+		if err := s.run(ctx, ops); err != nil {
+			errs = append(errs, fmt.Errorf("failed to %s: %w", s, err))
+			if s.critical() {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Plan is the outcome of one decision: the steps to run, in order, and the report of the pass.
+type Plan struct {
+	Decision Decision
+	Steps    []Step
+	// Record is the record once the steps have run; the plan's ActionSaveRecord step stores it.
+	Record Record
+	Report Report
+}
+
+// Requeue tells whether the member controller should observe and decide again soon: the plan changes
+// something, and the next pass checks it or takes the next step (a failover takes two).
+func (p Plan) Requeue() bool { return len(p.Steps) > 0 }

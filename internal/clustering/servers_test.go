@@ -1,0 +1,261 @@
+package clustering_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+)
+
+// TestBootstrapFormsAPrimaryAndTwoReplicas forms the set from three fresh servers through the engine, checks
+// that rows written to the primary reach both replicas, and that a steady set gets no write at all.
+func TestBootstrapFormsAPrimaryAndTwoReplicas(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	g.Expect(f.decisions[0]).To(Equal(clustering.Decision{Kind: clustering.Bootstrap, From: -1, To: 0}))
+	g.Expect(f.primaryIndex()).To(Equal(0))
+
+	primary := f.status(0)
+	g.Expect(primary.ReadOnly).To(BeFalse())
+	g.Expect(primary.SemiSync.SourceEnabled).To(BeTrue())
+	g.Expect(primary.SemiSync.WaitPoint).To(Equal("AFTER_SYNC"))
+	g.Expect(primary.SemiSync.Timeout).To(BeNumerically(">", 49*24*time.Hour))
+	g.Eventually(func() int { return f.status(0).SemiSync.Replicas }).WithTimeout(30*time.Second).
+		Should(Equal(2), "both replicas connect as semi-sync replicas")
+
+	f.insert(0, ints(1, 50)...)
+	f.waitReplicas(0)
+	want := f.ids(0)
+	g.Expect(want).To(HaveLen(50))
+	for i := 1; i < 3; i++ {
+		g.Expect(f.ids(i)).To(Equal(want), "replica %d", i)
+		st := f.status(i)
+		g.Expect(st.ReadOnly).To(BeTrue())
+		g.Expect(st.Replica.SourcePort).To(Equal(f.servers[0].Port))
+	}
+	g.Expect(f.status(0).SemiSync.AsyncCommits).To(BeZero(), "commits returned without an acknowledgement")
+
+	// Steady: a pass reads and writes nothing, however often it runs.
+	f.ops = readsOnly{Ops: f.server, t: t}
+	for range 3 {
+		plan, err := f.pass()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(plan.Decision.Kind).To(Equal(clustering.Steady))
+		g.Expect(plan.Steps).To(BeEmpty())
+		g.Expect(plan.Report.Primary).To(Equal(0))
+		g.Expect(plan.Report.InSync()).To(Equal([]int{1, 2}))
+		g.Expect(plan.Report.Errant()).To(BeEmpty())
+		g.Expect(plan.Report.LastError).To(BeEmpty())
+	}
+}
+
+// TestFailoverUnderWritesKeepsEveryAcknowledgedWrite kills the primary with SIGKILL while a client commits
+// one row after another, runs the engine until it is steady, and checks that every write the client was told
+// was committed is on the new primary, that writes go on there, and that the old primary, restarted, rejoins
+// as a replica or, if it holds a commit no replica received, is kept out as errant.
+func TestFailoverUnderWritesKeepsEveryAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	w := f.startWriter(1, f.primaryIndex)
+	w.waitAcks(200)
+
+	f.servers[0].Kill() // returns once the process is gone
+	killed := time.Now()
+	f.converge()
+	g.Expect(f.decided(clustering.FailoverStarted, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
+	p := f.primaryIndex()
+	g.Expect(p).NotTo(Equal(0))
+	other := 3 - p
+
+	w.waitAcks(100) // writes resume on the new primary
+	at, where := w.firstAckAfter(killed)
+	t.Logf("killed to first acknowledged write on instance %d: %s", where, at.Sub(killed).Round(time.Millisecond))
+	g.Expect(where).To(Equal(p))
+	w.Stop()
+	acked := w.Acked()
+	t.Logf("writer: %s", w)
+	g.Expect(f.missing(p, acked)).To(BeEmpty(), "acknowledged writes lost by the failover")
+	f.waitReplicas(p, 0)
+	g.Expect(f.ids(other)).To(Equal(f.ids(p)))
+
+	restart(t, f.servers[0])
+	plan := f.converge()
+	in := plan.Report.Instances[0]
+	t.Logf("the old primary came back as %s (errant %q)", in.Role, in.Errant)
+	g.Expect(f.status(0).ReadOnly).To(BeTrue())
+	switch in.Role {
+	case clustering.RoleReplica:
+		f.waitReplicas(p)
+		g.Expect(f.ids(0)).To(Equal(f.ids(p)))
+		g.Expect(plan.Report.InSync()).To(ConsistOf(0, other))
+	case clustering.RoleErrant:
+		// Its extra commit was in flight at the kill; the client retried it on the new primary.
+		g.Expect(in.Errant).To(HavePrefix(fmt.Sprintf("0-%d-", f.servers[0].ServerID)))
+		for id := range f.ids(0) {
+			g.Expect(f.ids(p)).To(HaveKey(id))
+		}
+		g.Expect(plan.Report.InSync()).To(Equal([]int{other}))
+	default:
+		t.Fatalf("the old primary is %s\n%s", in.Role, f.describe())
+	}
+}
+
+// TestFailoverChoosesTheReplicaThatHasEverything stops replica 1 (the lowest index) while the primary takes
+// writes that only replica 2 acknowledges, then kills the primary: the engine must promote replica 2.
+func TestFailoverChoosesTheReplicaThatHasEverything(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.insert(0, ints(1, 10)...)
+	f.waitReplicas(0)
+	g.Expect(f.admin[1].StopReplica(context.Background())).To(Succeed())
+	f.insert(0, ints(11, 40)...)
+
+	f.servers[0].Kill()
+	f.converge()
+	g.Expect(f.decided(clustering.Failover, 0, 2)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.missing(2, ints(1, 50))).To(BeEmpty())
+	f.insert(2, ints(51, 10)...)
+	f.waitReplicas(2, 0)
+	g.Expect(f.missing(1, ints(1, 60))).To(BeEmpty(), "the stopped replica caught up from the new primary")
+}
+
+// TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost cuts the member controller off the primary,
+// which keeps running and keeps its clients. The engine fails over; the old primary's clients must not get a
+// single acknowledgement for a write the new primary lacks. When the partition heals, the old primary is
+// fenced before anything else and, holding commits nobody received, kept out as errant.
+func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	cut := &partition{Ops: f.server, cut: map[int]bool{}}
+	f.ops = cut
+	following := f.startWriter(1, f.primaryIndex)
+	stale := f.startWriter(1_000_000, func() int { return 0 }) // clients that still reach the old primary
+	following.waitAcks(100)
+	stale.waitAcks(100)
+
+	cut.set(0, true)
+	f.converge()
+	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
+	p := f.primaryIndex()
+	following.waitAcks(50)
+	staleBefore := len(stale.Acked())
+	time.Sleep(3 * time.Second) // the old primary's clients go on trying
+	g.Expect(stale.Acked()).To(HaveLen(staleBefore), "the old primary acknowledged writes after the failover")
+	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty(), "writes acknowledged by the old primary are lost")
+
+	cut.set(0, false)
+	plan := f.converge()
+	g.Expect(f.decided(clustering.Repair, -1, -1)).To(BeTrue())
+	g.Expect(f.status(0).ReadOnly).To(BeTrue(), "the old primary is still writable")
+	g.Expect(plan.Report.Instances[0].Role).To(Equal(clustering.RoleErrant),
+		"the old primary's in-doubt commits make it errant\n%s", f.describe())
+	g.Expect(plan.Report.Errant()).To(Equal([]int{0}))
+	g.Expect(f.record().Errant).To(Equal([]int{0}))
+
+	following.Stop()
+	stale.Stop()
+	t.Logf("following writer: %s; stale writer: %s", following, stale)
+	g.Expect(f.missing(p, following.Acked())).To(BeEmpty())
+	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty())
+}
+
+// TestSwitchoverBothWays moves the primary to replica 1 and back under a stream of writes.
+func TestSwitchoverBothWays(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	w := f.startWriter(1, f.primaryIndex)
+	w.waitAcks(100)
+
+	for _, to := range []int{1, 0} {
+		from := f.primaryIndex()
+		f.desired.Primary = &to
+		start := time.Now()
+		plan := f.converge()
+		t.Logf("switchover %d → %d: %s to a steady pass", from, to, time.Since(start).Round(time.Millisecond))
+		g.Expect(f.decided(clustering.Switchover, from, to)).To(BeTrue(), "decisions %v", f.decisions)
+		g.Expect(f.primaryIndex()).To(Equal(to))
+		g.Expect(plan.Report.Primary).To(Equal(to))
+		g.Expect(f.status(from).ReadOnly).To(BeTrue())
+		w.waitAcks(100)
+		g.Expect(f.converge().Report.InSync()).To(HaveLen(2), "the old primary rejoined as a replica")
+	}
+	w.Stop()
+	t.Logf("writer: %s", w)
+	acked := w.Acked()
+	g.Expect(f.missing(0, acked)).To(BeEmpty())
+	f.waitReplicas(0)
+	for i := 1; i < 3; i++ {
+		g.Expect(f.ids(i)).To(Equal(f.ids(0)))
+	}
+}
+
+// TestSwitchoverRefusedToALaggingReplica delays replica 2 beyond the lag bound: the switchover is refused
+// with the reason, the primary is neither fenced nor changed; once the lag is gone it goes ahead.
+func TestSwitchoverRefusedToALaggingReplica(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.desired.MaxLag = time.Second
+	f.root(2, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 60", "START SLAVE")
+	f.insert(0, 1)
+	to := 2
+	f.desired.Primary = &to
+	plan := f.until("a refused switchover", func(p clustering.Plan) bool {
+		return p.Decision.Kind == clustering.Refused && strings.Contains(p.Decision.Reason, "lags")
+	})
+	t.Logf("refused: %s", plan.Decision.Reason)
+	g.Expect(plan.Decision.Reason).To(MatchRegexp(
+		`switchover to instance 2 refused: it lags \d+s behind the primary, more than the bound of 1s`))
+	g.Expect(plan.Report.LastError).To(Equal(plan.Decision.Reason))
+	g.Expect(f.primaryIndex()).To(Equal(0))
+	f.insert(0, 2) // the primary was not fenced
+
+	f.root(2, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 0", "START SLAVE")
+	f.converge()
+	g.Expect(f.decided(clustering.Switchover, 0, 2)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.missing(2, []int{1, 2})).To(BeEmpty())
+}
+
+// TestErrantReplicaIsFencedAndReported writes on replica 2 past read_only (as root can): the engine records
+// and reports it errant, stops its receiver, leaves it out of the replicas in sync, and never promotes it.
+func TestErrantReplicaIsFencedAndReported(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.insert(0, ints(1, 10)...)
+	f.waitReplicas(0)
+	f.root(2, "INSERT INTO shop_db.orders (id, server) VALUES (100, 2)")
+
+	plan := f.converge()
+	g.Expect(f.decided(clustering.Repair, -1, -1)).To(BeTrue())
+	g.Expect(plan.Report.Errant()).To(Equal([]int{2}))
+	g.Expect(plan.Report.Instances[2].Errant).To(HavePrefix(fmt.Sprintf("0-%d-", f.servers[2].ServerID)))
+	g.Expect(plan.Report.InSync()).To(Equal([]int{1}))
+	g.Expect(f.record().Errant).To(Equal([]int{2}))
+	g.Expect(f.status(2).Replica.IOState).To(Equal("No"), "the errant replica still receives")
+	t.Logf("report: %+v", plan.Report.Instances[2])
+
+	f.insert(0, ints(11, 10)...)
+	f.waitReplicas(0, 2)
+	g.Expect(f.missing(1, ints(1, 20))).To(BeEmpty())
+	g.Expect(f.ids(2)).NotTo(HaveKey(20), "the fenced replica applied the primary's later writes")
+
+	// It is never promoted, though it answers and holds transactions of its own.
+	f.servers[0].Kill()
+	plan = f.converge()
+	g.Expect(f.decided(clustering.Failover, 0, 1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(plan.Report.Errant()).To(Equal([]int{2}))
+	g.Expect(f.status(2).Replica.SourcePort).To(Equal(f.servers[0].Port), "the errant replica was repointed")
+	g.Expect(f.missing(1, ints(1, 20))).To(BeEmpty())
+}

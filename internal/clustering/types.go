@@ -1,0 +1,261 @@
+package clustering
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// Address is where the other instances reach an instance for replication: a Pod's stable DNS name in a
+// member, 127.0.0.1 and a port in tests.
+type Address struct {
+	Host string
+	Port int
+}
+
+func (a Address) String() string { return net.JoinHostPort(a.Host, strconv.Itoa(a.Port)) }
+
+// Desired is what the MySQLCluster asks of one member's set of instances.
+type Desired struct {
+	// Name is the MySQLCluster's name; it only appears in messages.
+	Name string
+	// Engine is spec.engine.
+	Engine mysql.Engine
+	// Addresses holds, for each instance index 0..N-1 (the StatefulSet's ordinals), where replicas reach it.
+	// Its length is spec.replicas, N.
+	Addresses []Address
+	// SemiSyncWait is how many replicas acknowledge each commit before it returns. 0 means
+	// DefaultSemiSyncWait, which is what the product uses; other values are for tests and must lie in
+	// 1..N-1 (exactly 1 on MariaDB). See the package documentation for the rule and its consequences.
+	SemiSyncWait int
+	// MaxLag bounds the replication lag of a replica that counts as in sync, and of a switchover target.
+	MaxLag time.Duration
+	// Primary is the primary the user asked for (a planned switchover), or nil for "whichever is primary".
+	// A request for the current primary is a no-op; the request may stay set after the switch.
+	Primary *int
+	// SwitchoverTimeout bounds how long a switchover waits for its target to apply the fenced primary's
+	// last transactions; 0 means one minute. The old primary stays fenced and recorded if it runs out, and the
+	// next pass tries again or, if the target is no longer fit, makes the old primary writable again.
+	SwitchoverTimeout time.Duration
+}
+
+// Instances is N, the number of instances.
+func (d Desired) Instances() int { return len(d.Addresses) }
+
+// DefaultSemiSyncWait is the semi-sync wait count for n instances (one primary, n-1 replicas): the number of
+// replicas that must hold a transaction before its commit returns.
+//   - n = 1: 0, there is nobody to wait for (and no failover).
+//   - MySQL: n/2 rounded down, which is ⌈(n-1)/2⌉, half the replicas rounded up: 2 → 1, 3 → 1, 4 → 2, 5 → 2,
+//     6 → 3. A failover must hear from n-w replicas (FailoverQuorum), so this count balances writes that
+//     go on with replicas down (w must be up) against failovers that go on with replicas down (n-w must
+//     answer): for 4 and 6 instances both need half the replicas rounded up, 2 of 3 and 3 of 5.
+//   - MariaDB: 1 whatever n, because MariaDB's semi-sync waits for exactly one acknowledgement. Writes then
+//     go on while any one replica is up, but a failover must hear from every replica: the one that
+//     acknowledged the last commit may be any of them.
+func DefaultSemiSyncWait(e mysql.Engine, n int) int {
+	switch {
+	case n <= 1:
+		return 0
+	case e == mysql.MariaDB:
+		return 1
+	}
+	return n / 2
+}
+
+// FailoverQuorum is how many of the n-1 instances other than a lost primary must answer before a failover may
+// choose a new primary, when commits waited for w acknowledgements: n-w. Each acknowledged transaction is on
+// at least w of those n-1 instances, so any n-w of them include one that has it, and the chosen candidate
+// holds everything every answering instance holds. With fewer answers a transaction the application was
+// told was committed could be on the silent instances only.
+func FailoverQuorum(n, w int) int { return n - w }
+
+// semiSyncWait validates d.SemiSyncWait and returns the count in force.
+func (d Desired) semiSyncWait() (int, error) {
+	n := d.Instances()
+	w := d.SemiSyncWait
+	if w == 0 {
+		return DefaultSemiSyncWait(d.Engine, n), nil
+	}
+	switch {
+	case n <= 1:
+		return 0, fmt.Errorf("a single instance has no replica to wait for, semi-sync wait %d", w)
+	case w < 1 || w > n-1:
+		return 0, fmt.Errorf("semi-sync wait %d is outside 1..%d for %d instances", w, n-1, n)
+	case d.Engine == mysql.MariaDB && w != 1:
+		return 0, fmt.Errorf("semi-sync wait %d: MariaDB waits for exactly one acknowledgement", w)
+	}
+	return w, nil
+}
+
+func (d Desired) switchoverTimeout() time.Duration {
+	if d.SwitchoverTimeout > 0 {
+		return d.SwitchoverTimeout
+	}
+	return time.Minute
+}
+
+// Observation is what the member controller saw of one instance in this pass.
+type Observation struct {
+	// Status is the server's state; nil when it could not be read.
+	Status *mysql.Status
+	// Err is why Status is nil.
+	Err error
+	// Unhealthy, when set, says why an instance that answers must not stay or become primary (its Pod is
+	// failing, its volume is read-only, ...). The member controller decides it from what it knows beyond SQL;
+	// a primary marked unhealthy is failed over like an unreachable one, but fenced first. A Pod that is
+	// merely going away should be a switchover request instead: that loses no in-flight commit.
+	Unhealthy string
+}
+
+// Reachable tells whether the instance's status was read.
+func (o Observation) Reachable() bool { return o.Status != nil }
+
+// Record is what the engine remembers between passes; the member controller stores it (for example as JSON in
+// an annotation of the member's MySQLCluster or StatefulSet) and passes it back in. The engine changes it only
+// through an ActionSaveRecord step of a plan, placed where the change must be durable: before a new primary is
+// made writable, so that a controller that dies mid-plan never leaves two instances that each think they
+// are the primary. Its zero value means "no primary yet".
+type Record struct {
+	// Primary is the index of the primary; nil before bootstrap.
+	Primary *int `json:"primary,omitempty"`
+	// Errant lists, ascending, the instances found holding errant transactions. It is recomputed whenever the
+	// primary answers; it is remembered for a failover, when there is no primary to compare with.
+	Errant []int `json:"errant,omitempty"`
+}
+
+// PrimaryIndex is the recorded primary, or -1.
+func (r Record) PrimaryIndex() int {
+	if r.Primary == nil {
+		return -1
+	}
+	return *r.Primary
+}
+
+func (r Record) isErrant(i int) bool { return slices.Contains(r.Errant, i) }
+
+func (r Record) equal(o Record) bool {
+	return r.PrimaryIndex() == o.PrimaryIndex() && slices.Equal(r.Errant, o.Errant)
+}
+
+func (r Record) String() string {
+	return fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
+}
+
+func withPrimary(r Record, p int) Record {
+	return Record{Primary: &p, Errant: slices.Clone(r.Errant)}
+}
+
+// Kind names a decision.
+type Kind string
+
+const (
+	// Bootstrap: no primary is recorded and every instance is fresh; instance 0 becomes the primary.
+	Bootstrap Kind = "Bootstrap"
+	// Adopt: no primary is recorded but exactly one instance is writable (the record was lost); it is recorded.
+	Adopt Kind = "Adopt"
+	// Steady: everything is as it should be; the plan is empty.
+	Steady Kind = "Steady"
+	// Repair: the primary is fine; some instances are put right (repointed, restarted, fenced, made writable).
+	Repair Kind = "Repair"
+	// FailoverStarted: the primary is lost; the replicas stop receiving from it before one is chosen.
+	FailoverStarted Kind = "FailoverStarted"
+	// Failover: the primary is lost; From is replaced by To.
+	Failover Kind = "Failover"
+	// Switchover: the requested primary To replaces From, which is fenced first and rejoins as a replica.
+	Switchover Kind = "Switchover"
+	// Refused: the engine will not do what the situation or the request needs, for Reason. Safe repairs may
+	// still be in the plan.
+	Refused Kind = "Refused"
+)
+
+// Decision is what the engine decided in one pass.
+type Decision struct {
+	Kind Kind
+	// From and To are instance indexes for failovers and switchovers, -1 otherwise.
+	From, To int
+	// Reason says why, in a sentence for a condition message.
+	Reason string
+}
+
+func (d Decision) String() string {
+	switch d.Kind {
+	case Failover, Switchover, FailoverStarted, Adopt:
+		s := fmt.Sprintf("%s{from: %d, to: %d", d.Kind, d.From, d.To)
+		if d.Reason != "" {
+			s += ", reason: " + d.Reason
+		}
+		return s + "}"
+	}
+	if d.Reason != "" {
+		return fmt.Sprintf("%s{%s}", d.Kind, d.Reason)
+	}
+	return string(d.Kind)
+}
+
+// Role is what an instance is in the set, as the member controller should label its Pod.
+type Role string
+
+const (
+	// RolePrimary is the primary the plan leaves in place (it may become writable only when the plan runs).
+	RolePrimary Role = "primary"
+	// RoleReplica is an instance replicating from the primary without errors.
+	RoleReplica Role = "replica"
+	// RoleErrant is an instance with errant transactions: fenced until a human rebuilds it.
+	RoleErrant Role = "errant"
+	// RoleUnreachable is an instance whose status could not be read.
+	RoleUnreachable Role = "unreachable"
+	// RoleNone is any other instance: not replicating yet, replicating from elsewhere, or stopped.
+	RoleNone Role = "none"
+)
+
+// InstanceReport is one instance in a Report.
+type InstanceReport struct {
+	Index int
+	Role  Role
+	// InSync: a replica of the primary, both threads running, lag known and within MaxLag.
+	InSync bool
+	// Lag is the replica's replication lag; nil when unknown or not a replica.
+	Lag *time.Duration
+	// Executed is the instance's executed GTID set, "" when unknown.
+	Executed string
+	// Errant holds the instance's errant transactions when they could be computed (the primary answered).
+	Errant string
+	// Error is the last problem seen: why the status could not be read, or the replication error.
+	Error string
+}
+
+// Report is what the member controller publishes per MySQLCluster after a pass.
+type Report struct {
+	Decision Decision
+	// Primary is the primary after the plan, -1 when there is none.
+	Primary   int
+	Instances []InstanceReport
+	// LastError is the refusal reason, or else the first instance error, "" when all is well.
+	LastError string
+}
+
+// InSync lists the replicas in sync.
+func (r Report) InSync() []int {
+	var out []int
+	for _, in := range r.Instances {
+		if in.InSync {
+			out = append(out, in.Index)
+		}
+	}
+	return out
+}
+
+// Errant lists the instances with errant transactions.
+func (r Report) Errant() []int {
+	var out []int
+	for _, in := range r.Instances {
+		if in.Role == RoleErrant {
+			out = append(out, in.Index)
+		}
+	}
+	return out
+}
