@@ -76,7 +76,7 @@ func (d *sqlDB) Query(ctx context.Context, query string, args ...any) ([]Row, er
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (d *sqlDB) Session(ctx context.Context, fn func(DB) error) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// The session may hold state fn set (sql_log_bin=0): never hand it back to the pool. Returning
 	// ErrBadConn from Raw makes database/sql close the connection instead.
 	defer func() { _ = conn.Raw(func(any) error { return sqldriver.ErrBadConn }) }()

@@ -299,7 +299,7 @@ func TestReadOnlyStopsTheApplicationUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var grants []string
 	for rows.Next() {
 		var g string
@@ -334,7 +334,7 @@ func TestSwitchoverFencesThePrimaryAndReattachesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +443,7 @@ func TestSeedAReplicaFromADump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	if err := root.EnsureUserUnlogged(ctx, mysql.User{Kind: mysql.AdminUser, Name: adminUser,
 		Password: adminPassword}); err != nil {
 		t.Fatal(err)
@@ -495,7 +495,7 @@ func TestSeedAReplicaFromADump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer seed.Close()
+	defer func() { _ = seed.Close() }()
 	st, err := seed.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +517,7 @@ func TestSeedAReplicaFromADump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer seeded.Close()
+	defer func() { _ = seeded.Close() }()
 	if err := seeded.QueryRow("SELECT COUNT(*), SUM(CRC32(CONCAT_WS(',', id, item, server))) FROM orders").
 		Scan(&count, &sum); err != nil {
 		t.Fatal(err)

@@ -281,7 +281,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -341,7 +341,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("failed to find a free port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -390,7 +390,7 @@ func templateDataDir(in *installation) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	args := append(slices.Clone(installArgs), "--datadir="+filepath.Join(tmp, "data"))
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")

@@ -27,7 +27,7 @@ func TestStartBootsAReadOnlyGTIDServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	var id, readOnly, strict, logBin, slaveUpdates int
 	var format, waitPoint string
 	err = db.QueryRowContext(ctx, "SELECT @@server_id, @@read_only, @@gtid_strict_mode, @@log_bin, "+
@@ -47,7 +47,7 @@ func TestStartBootsAReadOnlyGTIDServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	if rows.Next() {
 		t.Fatal("a fresh server has replication configured")
 	}
