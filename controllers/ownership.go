@@ -82,7 +82,7 @@ func reconcileClaims(ctx context.Context, a apply.Applier, c *v1alpha1.MySQLClus
 		if err != nil && !apierrors.IsNotFound(err) {
 			return adopted, err
 		}
-		if err := a.Reader.Get(ctx, key, &pvc); apierrors.IsNotFound(err) {
+		if err := a.Reader.Get(ctx, key, &pvc, apply.FromWatchCache); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return adopted, fmt.Errorf("failed to read PersistentVolumeClaim %s: %w", name, err)

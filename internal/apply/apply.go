@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -83,6 +84,10 @@ func (m *Memory) Forget(member string, obj client.Object) { m.verified.forget(ke
 // ForgetMember drops what is known of every object in a member that left the registry.
 func (m *Memory) ForgetMember(member string) { m.verified.forgetMember(member) }
 
+// FromWatchCache reads from the API server's watch cache (resourceVersion 0) rather than from etcd: for a look
+// at whether an object exists, which may be a moment old without harm, at a fraction of the server's cost.
+var FromWatchCache = &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}}
+
 // Result is what one apply did (or, in dry run, would do).
 type Result struct {
 	// Kind and Name of the object.
@@ -143,17 +148,24 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	key objectKey, digest uint64, extract func(O, string) (AC, error)) (Result, error) {
 	nn := client.ObjectKey{Namespace: key.namespace, Name: key.name}
 	err := a.Client.Get(ctx, nn, live)
+	cached := err == nil
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return Result{}, err
-	case err == nil && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
+	case cached && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
 		return Result{Action: ActionUnchanged}, nil
 	}
 	// The cache keeps no managedFields, so which fields are ours only the object itself says; and it holds only
 	// objects labelled as mysqlfleet's, so an object someone else made with this name is absent from it, and an
-	// apply would take it over. Read it from the API server either way.
+	// apply would take it over. Read it from the API server either way. An object the cache does not have is
+	// mostly one about to be created: that look is served from the API server's watch cache, which costs it no
+	// etcd read.
 	out := Result{Action: ActionCreate}
-	err = a.Reader.Get(ctx, nn, live)
+	var opts []client.GetOption
+	if !cached {
+		opts = append(opts, FromWatchCache)
+	}
+	err = a.Reader.Get(ctx, nn, live, opts...)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
