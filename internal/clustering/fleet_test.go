@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -616,4 +617,57 @@ func ints(from, n int) []int {
 		out[k] = from + k
 	}
 	return out
+}
+
+// hooked is Ops that runs beforeFence before each fence: a test's way to make something happen at that moment.
+type hooked struct {
+	clustering.Ops
+	beforeFence func(i int)
+}
+
+func (h hooked) Fence(ctx context.Context, i int) error {
+	if h.beforeFence != nil {
+		h.beforeFence(i)
+	}
+	return h.Ops.Fence(ctx, i)
+}
+
+// rootExec runs a statement on server i as root and returns its error; for goroutines, which must not fail
+// the test.
+func (f *fleet) rootExec(i int, stmt string) error {
+	db, err := sql.Open("mysql", f.servers[i].RootDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(stmt)
+	return err
+}
+
+// replicated returns the ids server i still lacks after waiting up to ten seconds for them. A replica's
+// executed set (MariaDB's gtid_binlog_state) counts a transaction once it is in the binary log, a moment before
+// the storage engine commits it, so a read right after WaitForGTID may miss the last row.
+func (f *fleet) replicated(i int, ids []int) []int {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		missing := f.missing(i, ids)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			return missing
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sameRows waits up to ten seconds for server i to hold exactly the rows of server j, and returns both sets.
+func (f *fleet) sameRows(i, j int) (map[int]bool, map[int]bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, b := f.ids(i), f.ids(j)
+		if maps.Equal(a, b) || time.Now().After(deadline) {
+			return a, b
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

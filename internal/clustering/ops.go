@@ -148,8 +148,11 @@ func (o *ServerOps) SaveRecord(ctx context.Context, r Record) error {
 }
 
 // Observe reads the status of instances 0..n-1 at once, each within timeout, and then reads the recorded
-// primary's once more. The second read makes the primary's executed set at least as new as every replica's:
-// a replica cannot hold a transaction of the primary that the primary's set, read later, lacks.
+// primary's once more. The second read makes the primary's executed set at least as new as every replica's (a
+// replica cannot hold a transaction of the primary that the primary's set, read later, lacks), and gives a
+// primary whose first read failed a second chance: one slow answer on a busy machine should not start a
+// failover. The member controller may retry further before it calls; a failover's first pass is safe to
+// start in error (it stops receivers, and the next pass restarts them if the primary answers).
 func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration) []Observation {
 	obs := make([]Observation, n)
 	read := func(i int) {
@@ -167,7 +170,7 @@ func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration
 		wg.Go(func() { read(i) })
 	}
 	wg.Wait()
-	if primary >= 0 && primary < n && obs[primary].Reachable() {
+	if primary >= 0 && primary < n {
 		read(primary)
 	}
 	return obs

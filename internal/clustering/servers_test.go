@@ -3,6 +3,7 @@ package clustering_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ func TestBootstrapFormsAPrimaryAndTwoReplicas(t *testing.T) {
 	want := f.ids(0)
 	g.Expect(want).To(HaveLen(50))
 	for i := 1; i < 3; i++ {
-		g.Expect(f.ids(i)).To(Equal(want), "replica %d", i)
+		got, want := f.sameRows(i, 0)
+		g.Expect(got).To(Equal(want), "replica %d", i)
 		st := f.status(i)
 		g.Expect(st.ReadOnly).To(BeTrue())
 		g.Expect(st.Replica.SourcePort).To(Equal(f.servers[0].Port))
@@ -84,7 +86,8 @@ func TestFailoverUnderWritesKeepsEveryAcknowledgedWrite(t *testing.T) {
 	t.Logf("writer: %s", w)
 	g.Expect(f.missing(p, acked)).To(BeEmpty(), "acknowledged writes lost by the failover")
 	f.waitReplicas(p, 0)
-	g.Expect(f.ids(other)).To(Equal(f.ids(p)))
+	got, want := f.sameRows(other, p)
+	g.Expect(got).To(Equal(want))
 
 	restart(t, f.servers[0])
 	plan := f.converge()
@@ -94,8 +97,11 @@ func TestFailoverUnderWritesKeepsEveryAcknowledgedWrite(t *testing.T) {
 	switch in.Role {
 	case clustering.RoleReplica:
 		f.waitReplicas(p)
-		g.Expect(f.ids(0)).To(Equal(f.ids(p)))
-		g.Expect(plan.Report.InSync()).To(ConsistOf(0, other))
+		got, want := f.sameRows(0, p)
+		g.Expect(got).To(Equal(want))
+		f.until("the old primary in sync", func(p clustering.Plan) bool {
+			return p.Decision.Kind == clustering.Steady && len(p.Report.InSync()) == 2
+		})
 	case clustering.RoleErrant:
 		// Its extra commit was in flight at the kill; the client retried it on the new primary.
 		g.Expect(in.Errant).To(HavePrefix(fmt.Sprintf("0-%d-", f.servers[0].ServerID)))
@@ -125,7 +131,7 @@ func TestFailoverChoosesTheReplicaThatHasEverything(t *testing.T) {
 	g.Expect(f.missing(2, ints(1, 50))).To(BeEmpty())
 	f.insert(2, ints(51, 10)...)
 	f.waitReplicas(2, 0)
-	g.Expect(f.missing(1, ints(1, 60))).To(BeEmpty(), "the stopped replica caught up from the new primary")
+	g.Expect(f.replicated(1, ints(1, 60))).To(BeEmpty(), "the stopped replica caught up from the new primary")
 }
 
 // TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost cuts the member controller off the primary,
@@ -147,11 +153,11 @@ func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T)
 	f.converge()
 	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
 	p := f.primaryIndex()
-	following.waitAcks(50)
 	staleBefore := len(stale.Acked())
 	time.Sleep(3 * time.Second) // the old primary's clients go on trying
-	g.Expect(stale.Acked()).To(HaveLen(staleBefore), "the old primary acknowledged writes after the failover")
 	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty(), "writes acknowledged by the old primary are lost")
+	g.Expect(stale.Acked()).To(HaveLen(staleBefore), "the old primary acknowledged writes after the failover")
+	following.waitAcks(50)
 
 	cut.set(0, false)
 	plan := f.converge()
@@ -188,7 +194,10 @@ func TestSwitchoverBothWays(t *testing.T) {
 		g.Expect(plan.Report.Primary).To(Equal(to))
 		g.Expect(f.status(from).ReadOnly).To(BeTrue())
 		w.waitAcks(100)
-		g.Expect(f.converge().Report.InSync()).To(HaveLen(2), "the old primary rejoined as a replica")
+		f.until("both replicas in sync, the old primary among them", func(p clustering.Plan) bool {
+			return p.Decision.Kind == clustering.Steady && slices.Contains(p.Report.InSync(), from) &&
+				len(p.Report.InSync()) == 2
+		})
 	}
 	w.Stop()
 	t.Logf("writer: %s", w)
@@ -196,8 +205,65 @@ func TestSwitchoverBothWays(t *testing.T) {
 	g.Expect(f.missing(0, acked)).To(BeEmpty())
 	f.waitReplicas(0)
 	for i := 1; i < 3; i++ {
-		g.Expect(f.ids(i)).To(Equal(f.ids(0)))
+		got, want := f.sameRows(i, 0)
+		g.Expect(got).To(Equal(want))
 	}
+}
+
+// TestSwitchoverWaitsForATargetBehindInReceiving stops the target's receiver just before the old primary is
+// fenced, while the other replica goes on acknowledging, and starts it again half a second later: the
+// switchover must wait for the target to receive and apply the fenced primary's last transactions before it
+// promotes it.
+func TestSwitchoverWaitsForATargetBehindInReceiving(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	w := f.startWriter(1, f.primaryIndex)
+	w.waitAcks(100)
+	restarted := make(chan error, 1)
+	f.ops = hooked{Ops: f.server, beforeFence: func(i int) {
+		if i != 0 {
+			return
+		}
+		g.Expect(f.rootExec(1, "STOP SLAVE IO_THREAD")).To(Succeed())
+		time.Sleep(300 * time.Millisecond) // the writer's commits are acknowledged by replica 2 alone
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			restarted <- f.rootExec(1, "START SLAVE IO_THREAD")
+		}()
+	}}
+	to := 1
+	f.desired.Primary = &to
+	f.converge()
+	g.Expect(f.decided(clustering.Switchover, 0, 1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.missing(1, w.Acked())).To(BeEmpty(), "acknowledged writes lost by the switchover")
+	g.Expect(<-restarted).To(Succeed(), "the target was promoted before its receiver came back")
+	w.waitAcks(50)
+	w.Stop()
+	t.Logf("writer: %s", w)
+	g.Expect(f.missing(1, w.Acked())).To(BeEmpty(), "acknowledged writes lost after the switchover")
+}
+
+// TestFailoverWaitsForTheNewPrimaryToApplyWhatItReceived makes replica 1 apply 3 s late (MASTER_DELAY) and
+// stops replica 2, so that replica 1 alone acknowledges the last writes and holds them unapplied in its relay
+// log when the primary is killed: an acknowledgement means received, not applied. Promoting it at once would
+// throw them away.
+func TestFailoverWaitsForTheNewPrimaryToApplyWhatItReceived(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.root(1, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 3", "START SLAVE")
+	g.Expect(f.admin[2].StopReplica(context.Background())).To(Succeed())
+	f.insert(0, ints(1, 20)...)
+	g.Expect(f.missing(1, ints(1, 20))).To(HaveLen(20), "replica 1 applied the writes before the kill")
+
+	f.servers[0].Kill()
+	f.converge()
+	g.Expect(f.decided(clustering.Failover, 0, 1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.missing(1, ints(1, 20))).To(BeEmpty(), "acknowledged writes lost by the failover")
+	f.insert(1, 21)
+	f.waitReplicas(1, 0)
+	g.Expect(f.replicated(2, ints(1, 21))).To(BeEmpty())
 }
 
 // TestSwitchoverRefusedToALaggingReplica delays replica 2 beyond the lag bound: the switchover is refused
@@ -248,7 +314,7 @@ func TestErrantReplicaIsFencedAndReported(t *testing.T) {
 
 	f.insert(0, ints(11, 10)...)
 	f.waitReplicas(0, 2)
-	g.Expect(f.missing(1, ints(1, 20))).To(BeEmpty())
+	g.Expect(f.replicated(1, ints(1, 20))).To(BeEmpty())
 	g.Expect(f.ids(2)).NotTo(HaveKey(20), "the fenced replica applied the primary's later writes")
 
 	// It is never promoted, though it answers and holds transactions of its own.
