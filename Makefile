@@ -12,8 +12,9 @@ export MYSQLFLEET_BIN := $(BIN)
 GO_TEST_FLAGS ?= -race -count=1 -timeout=40m
 IMG ?= mysqlfleet/manager:dev
 
-# Binaries a test run needs: control planes for hub and members, plus kwok for fake nodes.
-TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl
+# Binaries a test run needs: control planes for hub and members, kwok for fake nodes, promtool for the chart's
+# alert tests.
+TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl promtool
 
 .DEFAULT_GOAL := help
 

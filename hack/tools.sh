@@ -5,7 +5,7 @@
 #
 # Usage: hack/tools.sh [tool ...]   (no argument: every tool)
 # Tools: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm controller-gen
-#        kind ginkgo golangci-lint
+#        kind ginkgo golangci-lint promtool
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +105,24 @@ go_install() {
   [[ -x $out/$name ]] || { log "$pkg did not produce $name"; return 1; }
 }
 
+# build_promtool builds promtool in the Prometheus module itself, with its own go.mod and go.sum (-mod=readonly):
+# `go install` refuses a module with replace directives, and Prometheus has one. GOWORK=off: the module ships a
+# go.work naming nested modules that are not part of its zip. remove_all_sd is upstream's tag that leaves the
+# cloud service discovery plugins out: `promtool test rules` uses none, and the build is smaller.
+build_promtool() {
+  local out=$cache/promtool-$PROMETHEUS_VERSION dir
+  [[ -x $out/promtool ]] && return 0
+  log "building promtool $PROMETHEUS_VERSION (cold: several minutes)"
+  dir=$(cd "$cache" && go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  # Prometheus 3.x is tagged v0.3XX.Y in Go module terms: v0.313.5 is Prometheus 3.13.5.
+  local v=${PROMETHEUS_VERSION#v0.3}; v=3.$((10#${v%%.*})).${v#*.}
+  mkdir -p "$out"
+  (cd "$dir" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -tags netgo,remove_all_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$v -X github.com/prometheus/common/version.Branch=$PROMETHEUS_VERSION" \
+    -o "$out/promtool.tmp" ./cmd/promtool)
+  mv "$out/promtool.tmp" "$out/promtool"
+}
+
 link() { ln -sf "$1" "$bin/$(basename "$1")"; }
 
 # kwok_stages writes the stage definitions that make fake nodes Ready and fake Pods run, become Ready, complete
@@ -123,7 +141,7 @@ kwok_stages() {
 
 tools=("$@")
 ((${#tools[@]})) || tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm
-  controller-gen kind ginkgo golangci-lint)
+  controller-gen kind ginkgo golangci-lint promtool)
 
 kube=()
 for t in "${tools[@]}"; do
@@ -151,6 +169,7 @@ for t in "${tools[@]}"; do
     ginkgo) go_install ginkgo "$GINKGO_VERSION" github.com/onsi/ginkgo/v2/ginkgo && link "$cache/ginkgo-$GINKGO_VERSION/ginkgo" ;;
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint &&
       link "$cache/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint" ;;
+    promtool) build_promtool && link "$cache/promtool-$PROMETHEUS_VERSION/promtool" ;;
     *) log "unknown tool $t"; exit 2 ;;
   esac
 done
