@@ -43,9 +43,11 @@
 //     returning old primary whose transactions are all on the new primary is not errant and simply rejoins.
 //   - A switchover is requested (Desired.Primary differs from the record): refused, with the reason, unless the
 //     target answers, is healthy, has no errant transaction, replicates from the primary with both threads
-//     running, and lags no more than MaxLag. Then: fence the old primary, wait until the target has applied
-//     every transaction the fenced primary executed, record the target, promote it, point every other
-//     instance at it, the old primary included. A refused switchover still lets the repairs below run.
+//     running, and lags no more than MaxLag. Then: wait (at most MaxLag, the primary still writable) until the
+//     target has applied what the primary has executed, because the reported lag can hide a backlog; fence the
+//     old primary; wait until the target has applied every transaction the fenced primary executed; record the
+//     target, promote it, point every other instance at it, the old primary included. A refused switchover
+//     still lets the repairs below run.
 //   - Repair: a read-only primary, or one that replicates, is promoted; one whose semi-sync settings differ is
 //     reconfigured; an instance that does not replicate from the primary, or whose threads are stopped, or
 //     that does not acknowledge, is repointed (which restarts it).
@@ -73,7 +75,10 @@
 // # Limits
 //
 // Observed facts are as fresh as the pass: the engine relies on the two-pass failover and on the primary
-// being read last. A replica that turns errant between the last pass and the primary's loss is not known to be
-// errant at the failover (as in MOCO). The record of errant instances is kept only for failovers; it is
-// recomputed whenever the primary answers, so a rebuilt instance clears itself.
+// being read last (Observe reads it twice, which also keeps one slow answer from starting a failover; a
+// failover's first pass started in error is undone by the next). How long a primary must be silent before it
+// counts as unreachable is the member controller's choice. A replica that turns errant between the last pass
+// and the primary's loss is not known to be errant at the failover (as in MOCO). The record of errant
+// instances is kept only for failovers; it is recomputed whenever the primary answers, so a rebuilt instance
+// clears itself.
 package clustering

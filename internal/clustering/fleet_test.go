@@ -57,37 +57,20 @@ type fleet struct {
 	// primary is the recorded primary, -1 before bootstrap; writers follow it.
 	primary atomic.Int32
 	apps    map[int]*sql.DB
-	// decisions are the decisions of every pass that was not Steady, for assertions and logs.
+	// decisions are the decisions of every pass that was not Steady, for assertions and logs; steps are the
+	// steps of every pass.
 	decisions []clustering.Decision
+	steps     []clustering.Step
 }
 
 // newFleet starts n servers and creates the member controller's admin user and the replication user on each,
 // unlogged, as a Pod's init would. Nothing else: the engine forms the set.
 func newFleet(t *testing.T, n int) *fleet {
 	t.Helper()
-	ctx := context.Background()
 	f := &fleet{t: t, servers: mysqltest.StartN(t, n), apps: map[int]*sql.DB{}}
 	f.primary.Store(-1)
 	for _, s := range f.servers {
-		root, err := mysql.Open(mysql.MariaDBFlavor{}, s.RootDSN())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range []mysql.User{
-			{Kind: mysql.AdminUser, Name: adminUser, Password: adminPassword},
-			{Kind: mysql.ReplicationUser, Name: replUser, Password: replPassword},
-		} {
-			if err := root.EnsureUserUnlogged(ctx, u); err != nil {
-				t.Fatalf("failed to bootstrap user %s on server %d: %v", u.Name, s.ServerID, err)
-			}
-		}
-		_ = root.Close()
-		admin, err := mysql.Open(mysql.MariaDBFlavor{}, s.DSN(adminUser, adminPassword)+"?timeout=2s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = admin.Close() })
-		f.admin = append(f.admin, admin)
+		f.admin = append(f.admin, initServer(t, s))
 		f.desired.Addresses = append(f.desired.Addresses, clustering.Address{Host: s.Host, Port: s.Port})
 	}
 	f.desired.Name, f.desired.Engine, f.desired.MaxLag = "shop", mysql.MariaDB, 5*time.Second
@@ -97,6 +80,44 @@ func newFleet(t *testing.T, n int) *fleet {
 	}
 	f.ops = f.server
 	return f
+}
+
+// initServer creates the admin and replication users on a fresh server, unlogged, as a Pod's init would, and
+// opens the member controller's connection to it.
+func initServer(t *testing.T, s *mysqltest.Server) *mysql.Server {
+	t.Helper()
+	root, err := mysql.Open(mysql.MariaDBFlavor{}, s.RootDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, u := range []mysql.User{
+		{Kind: mysql.AdminUser, Name: adminUser, Password: adminPassword},
+		{Kind: mysql.ReplicationUser, Name: replUser, Password: replPassword},
+	} {
+		if err := root.EnsureUserUnlogged(context.Background(), u); err != nil {
+			t.Fatalf("failed to bootstrap user %s on server %d: %v", u.Name, s.ServerID, err)
+		}
+	}
+	admin, err := mysql.Open(mysql.MariaDBFlavor{}, s.DSN(adminUser, adminPassword)+"?timeout=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	return admin
+}
+
+// replace puts a fresh server in place of instance i, as a Pod recreated on a new, empty volume. Its address
+// changes here (a Pod keeps its name), which the desired set follows.
+func (f *fleet) replace(i int) {
+	f.t.Helper()
+	s := mysqltest.Start(f.t)
+	admin := initServer(f.t, s)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.servers[i], f.admin[i] = s, admin // f.server.Servers is f.admin
+	f.desired.Addresses[i] = clustering.Address{Host: s.Host, Port: s.Port}
+	delete(f.apps, i)
 }
 
 // newBootstrappedFleet forms the set through the engine and creates the application's user and table.
@@ -142,6 +163,7 @@ func (f *fleet) pass() (clustering.Plan, error) {
 	defer cancel()
 	start := time.Now()
 	plan, err := clustering.Reconcile(ctx, f.desired, f.record(), f.ops, 2*time.Second)
+	f.steps = append(f.steps, plan.Steps...)
 	if plan.Decision.Kind != clustering.Steady || err != nil {
 		f.decisions = append(f.decisions, plan.Decision)
 		var steps []string
@@ -670,4 +692,107 @@ func (f *fleet) sameRows(i, j int) (map[int]bool, map[int]bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// dying is Ops of a member controller that dies when it reaches the action at (once armed): that call and every
+// later one fail, as if the process had gone, until the test hands over to a standby.
+type dying struct {
+	clustering.Ops
+	at    clustering.Action
+	mu    sync.Mutex
+	armed bool
+	died  bool
+}
+
+var errDied = errors.New("the member controller died")
+
+func (d *dying) arm() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.armed = true
+}
+
+func (d *dying) dead() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.died
+}
+
+func (d *dying) gate(a clustering.Action) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.armed && a == d.at {
+		d.died = true
+	}
+	if d.died {
+		return errDied
+	}
+	return nil
+}
+
+func (d *dying) Status(ctx context.Context, i int) (*mysql.Status, error) {
+	if err := d.gate(""); err != nil {
+		return nil, err
+	}
+	return d.Ops.Status(ctx, i)
+}
+
+func (d *dying) Fence(ctx context.Context, i int) error {
+	if err := d.gate(clustering.ActionFence); err != nil {
+		return err
+	}
+	return d.Ops.Fence(ctx, i)
+}
+
+func (d *dying) StopReplicaIO(ctx context.Context, i int) error {
+	if err := d.gate(clustering.ActionStopReplicaIO); err != nil {
+		return err
+	}
+	return d.Ops.StopReplicaIO(ctx, i)
+}
+
+func (d *dying) Replicate(ctx context.Context, i int, a clustering.Address) error {
+	if err := d.gate(clustering.ActionReplicate); err != nil {
+		return err
+	}
+	return d.Ops.Replicate(ctx, i, a)
+}
+
+func (d *dying) Promote(ctx context.Context, i int, s mysql.SemiSync) error {
+	if err := d.gate(clustering.ActionPromote); err != nil {
+		return err
+	}
+	return d.Ops.Promote(ctx, i, s)
+}
+
+func (d *dying) ConfigureSemiSync(ctx context.Context, i int, s mysql.SemiSync) error {
+	if err := d.gate(clustering.ActionConfigureSemiSync); err != nil {
+		return err
+	}
+	return d.Ops.ConfigureSemiSync(ctx, i, s)
+}
+
+func (d *dying) WaitForExecuted(ctx context.Context, i, of int, timeout time.Duration) error {
+	if err := d.gate(clustering.ActionWaitForExecuted); err != nil {
+		return err
+	}
+	return d.Ops.WaitForExecuted(ctx, i, of, timeout)
+}
+
+func (d *dying) SaveRecord(ctx context.Context, r clustering.Record) error {
+	if err := d.gate(clustering.ActionSaveRecord); err != nil {
+		return err
+	}
+	return d.Ops.SaveRecord(ctx, r)
+}
+
+// writable lists the instances that answer and are not read-only.
+func (f *fleet) writable() []int {
+	var out []int
+	for i, a := range f.admin {
+		if st, err := a.Status(context.Background()); err == nil && !st.ReadOnly {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -134,6 +134,70 @@ func TestFailoverChoosesTheReplicaThatHasEverything(t *testing.T) {
 	g.Expect(f.replicated(1, ints(1, 60))).To(BeEmpty(), "the stopped replica caught up from the new primary")
 }
 
+// TestFailoverFinishedByAStandbyWhenTheControllerDies kills the primary under writes, lets the member
+// controller die at a step of the failover (before it records the new primary, before it promotes it, before
+// it repoints the other replica), and hands over to a standby that starts from the record as it was saved:
+// it must finish the failover with one writable primary and every acknowledged write.
+func TestFailoverFinishedByAStandbyWhenTheControllerDies(t *testing.T) {
+	t.Parallel()
+	for _, at := range []clustering.Action{clustering.ActionSaveRecord, clustering.ActionPromote,
+		clustering.ActionReplicate} {
+		t.Run(string(at), func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			f := newBootstrappedFleet(t, 3)
+			w := f.startWriter(1, f.primaryIndex)
+			w.waitAcks(100)
+			d := &dying{Ops: f.server, at: at}
+			f.ops = d
+			d.arm()
+			f.servers[0].Kill()
+			f.until("the controller's death", func(clustering.Plan) bool { return d.dead() })
+			t.Logf("died at %s with record %s", at, f.record())
+
+			f.ops = f.server // the standby
+			handover := len(f.steps)
+			f.converge()
+			// The record moves before a new primary turns writable: the standby never finds a writable
+			// instance the record does not name, and never has to fence one (nor fail over twice).
+			g.Expect(f.steps[handover:]).NotTo(ContainElement(HaveField("Action", clustering.ActionFence)))
+			p := f.primaryIndex()
+			g.Expect(p).NotTo(Equal(0))
+			g.Expect(f.writable()).To(Equal([]int{p}))
+			w.waitAcks(50)
+			w.Stop()
+			g.Expect(f.missing(p, w.Acked())).To(BeEmpty(), "acknowledged writes lost")
+			f.waitReplicas(p, 0)
+			got, want := f.sameRows(3-p, p)
+			g.Expect(got).To(Equal(want))
+		})
+	}
+}
+
+// TestPrimaryBackOnAnEmptyVolumeIsFailedOver replaces the primary with an empty server, as a Pod recreated on
+// a new volume: the engine must fail over to a replica that has the data, not make the empty server the
+// writable primary (and every replica errant); the empty server then joins as a replica and gets the data.
+func TestPrimaryBackOnAnEmptyVolumeIsFailedOver(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.insert(0, ints(1, 20)...)
+	f.waitReplicas(0)
+	f.servers[0].Kill()
+	f.replace(0)
+
+	f.converge()
+	p := f.primaryIndex()
+	g.Expect(f.missing(p, ints(1, 20))).To(BeEmpty(), "the primary lacks the data: decisions %v", f.decisions)
+	g.Expect(f.decisions).To(ContainElement(HaveField("Reason", ContainSubstring("primary 0 has lost its data"))))
+	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(p).NotTo(Equal(0))
+	g.Expect(f.writable()).To(Equal([]int{p}))
+	f.insert(p, 21)
+	f.waitReplicas(p)
+	g.Expect(f.replicated(0, ints(1, 21))).To(BeEmpty(), "the new server did not get the data")
+}
+
 // TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost cuts the member controller off the primary,
 // which keeps running and keeps its clients. The engine fails over; the old primary's clients must not get a
 // single acknowledgement for a write the new primary lacks. When the partition heals, the old primary is
