@@ -177,6 +177,7 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	reportPhase(c, v1alpha1.PhaseDeleting)
 	if err := r.markDeleting(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -224,7 +225,11 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		}
 	}
 	controllerutil.RemoveFinalizer(c, v1alpha1.Finalizer)
-	return ctrl.Result{}, r.Hub.Update(ctx, c)
+	if err := r.Hub.Update(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	forgetPhase(client.ObjectKeyFromObject(c))
+	return ctrl.Result{}, nil
 }
 
 // markDeleting writes, once, that the MySQLCluster is being deleted: phase Deleting and Ready False.

@@ -261,6 +261,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	log := ctrl.LoggerFrom(ctx)
 	c := &v1alpha1.MySQLCluster{}
 	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetPhase(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// Until every registration Secret has been processed once, the registry is incomplete: placement would call
@@ -285,6 +288,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	r.reconcileMembers(ctx, s)
 	r.reconcileDeparted(ctx, s)
 	s.computeStatus()
+	reportPhase(c, c.Status.Phase)
 	if err := r.writeStatus(ctx, s); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil

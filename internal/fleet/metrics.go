@@ -1,8 +1,13 @@
 package fleet
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 )
 
 // memberReachable is the registry's own verdict on each registered member, the one placement and status act on.
@@ -11,8 +16,27 @@ var memberReachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "1 while the member is engaged and answers; 0 while it is registered but refused, unreachable or not engaged.",
 }, []string{"member"})
 
+// memberTokenExpiration is when each member's registration token expires, from the annotation `mysqlfleet join`
+// writes. An expired token makes the member answer 401, which still counts as reachable: only this tells in
+// advance that its applies are about to fail.
+var memberTokenExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mysqlfleet_member_token_expiration_timestamp_seconds",
+	Help: "When the token of the member's registration expires, in seconds since the Unix epoch, from its mysqlfleet.io/token-expiration annotation.",
+}, []string{"member"})
+
 func init() {
-	metrics.Registry.MustRegister(memberReachable)
+	metrics.Registry.MustRegister(memberReachable, memberTokenExpiration)
+}
+
+// reportToken sets the member's token expiry from its registration Secret, or drops it when the Secret has no
+// valid annotation (a token that does not expire, such as a client certificate's).
+func reportToken(name string, secret *corev1.Secret) {
+	exp, err := time.Parse(time.RFC3339, secret.Annotations[v1alpha1.TokenExpirationAnnotation])
+	if err != nil {
+		memberTokenExpiration.DeleteLabelValues(name)
+		return
+	}
+	memberTokenExpiration.WithLabelValues(name).Set(float64(exp.Unix()))
 }
 
 // usable is the verdict: engaged, answering, and registered with valid facts. Callers hold p.mu.
@@ -34,4 +58,5 @@ func (p *Provider) report(name string, m *member) {
 // neither reachable nor unreachable.
 func forget(name string) {
 	memberReachable.DeleteLabelValues(name)
+	memberTokenExpiration.DeleteLabelValues(name)
 }

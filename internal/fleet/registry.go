@@ -66,6 +66,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 
+	reportToken(name, &secret)
 	facts, factErr := placement.MemberFromSecret(&secret)
 	if factErr != nil {
 		factErr = fmt.Errorf("%w: %w", ErrRefused, factErr)

@@ -339,3 +339,49 @@ func TestRefusedIsNotUnreachable(t *testing.T) {
 	g.Expect(err).To(MatchError(ErrUnreachable))
 	g.Expect(errors.Is(err, ErrRefused)).To(BeFalse())
 }
+
+// The token expiry of a registration is exported from its annotation, whether the registration engages or not,
+// and goes when the annotation or the registration goes.
+func TestTokenExpirationGauge(t *testing.T) {
+	g := NewWithT(t)
+	srv := newMemberServer(t)
+	r := newRegistry(t, Options{})
+	const name = "expiring"
+	expiry := func() (float64, bool) {
+		families, err := metrics.Registry.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, f := range families {
+			if f.GetName() == "mysqlfleet_member_token_expiration_timestamp_seconds" {
+				for _, m := range f.GetMetric() {
+					if m.GetLabel()[0].GetValue() == name {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	annotate := func(value string) {
+		s := &corev1.Secret{}
+		g.Expect(r.hub.Get(context.Background(), client.ObjectKey{Namespace: testNamespace, Name: name}, s)).To(Succeed())
+		s.Annotations = map[string]string{v1alpha1.TokenExpirationAnnotation: value}
+		g.Expect(r.hub.Update(context.Background(), s)).To(Succeed())
+		r.reconcile(g, name)
+	}
+
+	r.register(g, name, srv.kubeconfig(g), awsLabels)
+	_, ok := expiry()
+	g.Expect(ok).To(BeFalse(), "no annotation: a token that does not expire")
+	annotate("2027-01-02T03:04:05Z")
+	v, ok := expiry()
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v).To(Equal(float64(time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC).Unix())))
+	annotate("next tuesday")
+	_, ok = expiry()
+	g.Expect(ok).To(BeFalse(), "an invalid annotation says nothing")
+	annotate("2027-01-02T03:04:05Z")
+	g.Expect(r.hub.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}})).To(Succeed())
+	r.reconcile(g, name)
+	_, ok = expiry()
+	g.Expect(ok).To(BeFalse(), "a removed member has no series")
+}

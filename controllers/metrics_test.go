@@ -1,0 +1,51 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// mysqlfleet_cluster_phase has one series per phase for each MySQLCluster, 1 for its current phase, and none
+// once the MySQLCluster is gone: what the MySQLFleetClusterNotReady alert reads.
+func TestClusterPhaseMetric(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster("phase-metric", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	eventuallyReady(g, key)
+	g.Eventually(func() map[string]float64 { return phaseSeries(g, key) }, 30*time.Second, 250*time.Millisecond).Should(Equal(map[string]float64{
+		"Pending": 0, "Progressing": 0, "Ready": 1, "Degraded": 0, "Paused": 0, "Unreachable": 0, "Deleting": 0,
+	}))
+	g.Expect(hub.Delete(context.Background(), c)).To(Succeed())
+	eventuallyGone(g, key)
+	g.Eventually(func() map[string]float64 { return phaseSeries(g, key) }, 30*time.Second, 250*time.Millisecond).Should(BeEmpty())
+}
+
+// phaseSeries reads the manager's mysqlfleet_cluster_phase series of one MySQLCluster, by phase.
+func phaseSeries(g Gomega, key client.ObjectKey) map[string]float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "mysqlfleet_cluster_phase" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster_namespace"] == key.Namespace && labels["cluster_name"] == key.Name {
+				out[labels["phase"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
