@@ -197,8 +197,8 @@ func (f *fleet) until(what string, done func(clustering.Plan) bool) clustering.P
 			return plan
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("no %s after %s; last decision %s, error %v\n%s", what, convergeTimeout, plan.Decision, err,
-				f.describe())
+			f.t.Fatalf("timed out after %s waiting for %s; last decision %s, error %v\n%s", convergeTimeout, what,
+				plan.Decision, err, f.describe())
 		}
 		if err != nil || !plan.Requeue() {
 			time.Sleep(200 * time.Millisecond)
