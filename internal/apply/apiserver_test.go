@@ -3,8 +3,6 @@ package apply
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,28 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
 // The applier against a real API server: it creates, then writes nothing for an unchanged object; it does not
 // write over an object of another owner (made by hand, or carrying another MySQLCluster's UID), in dry run or
 // not; and it takes such an object over only when the adopt set names its owner's UID or its own.
 func TestApplierOwnsByUID(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets, _ = filepath.Abs(filepath.Join("..", "..", "bin"))
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Fatalf("no kube-apiserver in %s: run make test-tools", assets)
-	}
 	g := NewWithT(t)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(testfleet.APIServer(t), client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())

@@ -3,8 +3,6 @@ package render
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,9 +15,9 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
 // TestAgainstAPIServer applies the rendered objects to a real API server. It checks what a table cannot: that the
@@ -30,23 +28,13 @@ func TestAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets, _ = filepath.Abs(filepath.Join("..", "..", "bin"))
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Fatalf("no kube-apiserver in %s: run make test-tools", assets)
-	}
 	g := NewWithT(t)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testfleet.APIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 	opts := metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}
 
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: "restricted", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
 	}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -6,6 +6,9 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // ForTest starts a fleet for a test and stops it when the test ends, whether it passed, failed or was
@@ -41,4 +44,21 @@ func ForTest(tb testing.TB, opts Options) *Fleet {
 		}
 	})
 	return f
+}
+
+// APIServer starts a lone etcd and kube-apiserver for a test that needs only an API server (no fleet, no
+// members) and stops them when the test ends. It fails, never skips, when the binaries are missing.
+func APIServer(tb testing.TB) *rest.Config {
+	tb.Helper()
+	bin, err := binDir("")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	cfg, err := env.Start()
+	if err != nil {
+		tb.Fatalf("starting an API server: %v", err)
+	}
+	tb.Cleanup(func() { _ = env.Stop() })
+	return cfg
 }
