@@ -35,6 +35,7 @@ var namespacedGrant = []rule{
 	{"apps", "statefulsets", all, ""},
 	{"policy", "poddisruptionbudgets", all, ""},
 	{"batch", "cronjobs", all, ""},
+	{"", "pods", "get,list", ""},
 }
 
 func TestMemberAccessClusterWide(t *testing.T) {

@@ -241,9 +241,10 @@ func testJoin(e *env, t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = mc.CoreV1().ConfigMaps("joined-check").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hello"}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	// And for nothing else: a real request, not only a review.
-	_, err = mc.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing Pods: %v", err)
+	// And for nothing else: a real request, not only a review. Pods are read only.
+	_, err = mc.CoreV1().Pods("joined-check").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a Pod: %v", err)
 
 	// The member holds exactly the access join describes.
 	member := e.members[awsMember]
@@ -259,6 +260,7 @@ func testJoin(e *env, t *testing.T) {
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: all},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: all},
 		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 	}))
 	crb, err := member.RbacV1().ClusterRoleBindings().Get(ctx, cli.RoleName, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -340,8 +342,9 @@ func allowed(t *testing.T, member kubernetes.Interface, a access) bool {
 // refusedEverywhere are what the joined ServiceAccount must never be allowed, in any mode.
 var refusedEverywhere = []access{
 	{verb: "create", resource: "pods", subresource: "exec", namespace: "default", name: "mysql-0"},
-	{verb: "get", resource: "pods", namespace: "default"},
+	{verb: "get", resource: "pods", subresource: "log", namespace: "default", name: "mysql-0"},
 	{verb: "create", resource: "pods", namespace: "default"},
+	{verb: "delete", resource: "pods", namespace: "default", name: "mysql-0"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "default"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterroles"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
@@ -393,6 +396,8 @@ func managerNeeds(ns string) []access {
 			out = append(out, access{verb: v, group: k.group, resource: k.resource, namespace: ns, name: "orders"})
 		}
 	}
+	out = append(out, access{verb: "list", resource: "pods", namespace: ns},
+		access{verb: "get", resource: "pods", namespace: ns, name: "orders-0"})
 	return append(out,
 		access{verb: "get", path: "/readyz"}, access{verb: "get", path: "/version"},
 		access{verb: "list", resource: "namespaces"}, access{verb: "watch", resource: "namespaces"})
