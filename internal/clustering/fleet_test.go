@@ -90,7 +90,7 @@ func initServer(t *testing.T, s *mysqltest.Server) *mysql.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	for _, u := range []mysql.User{
 		{Kind: mysql.AdminUser, Name: adminUser, Password: adminPassword},
 		{Kind: mysql.ReplicationUser, Name: replUser, Password: replPassword},
@@ -246,7 +246,7 @@ func (f *fleet) ids(i int) map[int]bool {
 	if err != nil {
 		f.t.Fatalf("server %d: %v", i, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	out := map[int]bool{}
 	for rows.Next() {
 		var id int
@@ -331,7 +331,7 @@ func (f *fleet) root(i int, stmts ...string) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	for _, s := range stmts {
 		if _, err := db.Exec(s); err != nil {
 			f.t.Fatalf("server %d: %s: %v", i, s, err)
@@ -510,7 +510,7 @@ func restart(t *testing.T, s *mysqltest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	deadline := time.Now().Add(60 * time.Second)
 	for db.Ping() != nil {
 		select {
@@ -661,7 +661,7 @@ func (f *fleet) rootExec(i int, stmt string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	_, err = db.Exec(stmt)
 	return err
 }
