@@ -134,12 +134,7 @@ func needsRetry(st v1alpha1.MemberStatus, m fleet.State) bool {
 		if applied == nil {
 			return true
 		}
-		switch applied.Reason {
-		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidSchedule, v1alpha1.ReasonNamespaceNotAllowed,
-			v1alpha1.ReasonRegistrationRefused, v1alpha1.ReasonStorageShrink:
-			return false
-		}
-		return true
+		return !refusedForGood(applied.Reason)
 	}
 	return false
 }
@@ -260,7 +255,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	if err != nil && m.Alive != nil && m.Alive.Err() != nil {
 		err = context.Cause(m.Alive) // stopped because the member was found unreachable meanwhile
 	}
-	if conflicts := apply.Conflicts(err); len(conflicts) > 0 && !isUnreachable(errors.Join(apply.NonConflicts(err)...)) {
+	if conflicts, others := apply.SplitConflicts(err); len(conflicts) > 0 && !isUnreachable(errors.Join(others...)) {
 		st.Conflicts = conflicts
 		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 		st.Phase, st.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)

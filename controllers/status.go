@@ -218,9 +218,18 @@ func settled(m v1alpha1.MemberStatus) bool {
 		return false
 	}
 	switch c.Reason {
-	case v1alpha1.ReasonApplied, v1alpha1.ReasonPaused, v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidSchedule,
-		v1alpha1.ReasonNamespaceNotAllowed, v1alpha1.ReasonRegistrationRefused, v1alpha1.ReasonVolumeConflict,
-		v1alpha1.ReasonObjectConflict, v1alpha1.ReasonStorageShrink:
+	case v1alpha1.ReasonApplied, v1alpha1.ReasonPaused, v1alpha1.ReasonVolumeConflict, v1alpha1.ReasonObjectConflict:
+		return true
+	}
+	return refusedForGood(c.Reason)
+}
+
+// refusedForGood tells the Applied reasons that only a change of the spec or of the member mends: such a member
+// settles its generation and is not retried on a timer.
+func refusedForGood(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidSchedule, v1alpha1.ReasonNamespaceNotAllowed,
+		v1alpha1.ReasonRegistrationRefused, v1alpha1.ReasonStorageShrink:
 		return true
 	}
 	return false

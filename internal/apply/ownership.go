@@ -43,48 +43,27 @@ func Claim(live client.Object, kind string, uid types.UID, adopt map[string]bool
 	return nil, &ConflictError{Ref: ref}
 }
 
-// Conflicts collects every conflict in an error tree (errors.Join nests them).
-func Conflicts(err error) []v1alpha1.ObjectRef {
-	var out []v1alpha1.ObjectRef
+// SplitConflicts parts an error tree (errors.Join nests them, fmt.Errorf wraps them) into the conflicts it
+// holds and its other errors, each of those as found, with its wrapping.
+func SplitConflicts(err error) (conflicts []v1alpha1.ObjectRef, others []error) {
 	var walk func(error)
 	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if ce, ok := err.(*ConflictError); ok {
-			out = append(out, ce.Ref)
-			return
-		}
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range joined.Unwrap() {
-				walk(e)
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			if ce, ok := e.(*ConflictError); ok {
+				conflicts = append(conflicts, ce.Ref)
+				return
 			}
-			return
-		}
-		walk(errors.Unwrap(err))
-	}
-	walk(err)
-	return out
-}
-
-// NonConflicts returns the errors of a tree that are not conflicts.
-func NonConflicts(err error) []error {
-	var out []error
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range joined.Unwrap() {
-				walk(e)
+			if joined, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, j := range joined.Unwrap() {
+					walk(j)
+				}
+				return
 			}
-			return
 		}
-		if len(Conflicts(err)) == 0 {
-			out = append(out, err)
+		if err != nil {
+			others = append(others, err)
 		}
 	}
 	walk(err)
-	return out
+	return conflicts, others
 }

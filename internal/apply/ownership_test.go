@@ -59,7 +59,10 @@ func TestConflictsInFindsEveryConflictOfAJoinedTree(t *testing.T) {
 	b := &ConflictError{Ref: v1alpha1.ObjectRef{Kind: "PersistentVolumeClaim", Name: "data-db-0"}}
 	other := errors.New("boom")
 	err := errors.Join(fmt.Errorf("failed to apply Service db: %w", a), errors.Join(other, b))
-	g.Expect(Conflicts(err)).To(ConsistOf(a.Ref, b.Ref))
-	g.Expect(NonConflicts(err)).To(ConsistOf(other))
-	g.Expect(Conflicts(other)).To(BeEmpty())
+	conflicts, others := SplitConflicts(err)
+	g.Expect(conflicts).To(ConsistOf(a.Ref, b.Ref))
+	g.Expect(others).To(ConsistOf(other))
+	conflicts, others = SplitConflicts(fmt.Errorf("pass: %w", other))
+	g.Expect(conflicts).To(BeEmpty())
+	g.Expect(others).To(ConsistOf(MatchError("pass: boom")), "an error keeps its wrapping")
 }
