@@ -1,9 +1,11 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -81,6 +83,53 @@ type Flavor interface {
 	// RestoreCommand is the command line that loads such a dump (on standard input) into an empty server
 	// without writing the restored data as the server's own transactions. It runs as that server's root.
 	RestoreCommand(o DumpOptions) []string
+	// DumpGTIDPosition reads the GTID position that a dump made by DumpCommand records, from the dump's first
+	// and last bytes (DumpEdgeSize of each is enough): the set a server restored from it has applied. It fails
+	// when neither holds one, as with a dump cut short.
+	DumpGTIDPosition(head, tail []byte) (GTIDSet, error)
+}
+
+// DumpEdgeSize is how much of a dump's beginning and end DumpGTIDPosition needs: mysqldump writes the position
+// before any table, mariadb-dump --all-databases at the very end (after mysql.gtid_slave_pos, which would
+// otherwise overwrite it), each a statement of a few dozen bytes per GTID domain or server UUID. 1 MiB leaves
+// room for thousands.
+const DumpEdgeSize = 1 << 20
+
+// ErrNoGTIDPosition is returned by DumpGTIDPosition when a dump's head records no GTID position.
+var ErrNoGTIDPosition = errors.New("the dump records no GTID position")
+
+// dumpStatement finds the first statement in head that starts with prefix (compared without case) at the start
+// of a line, and returns the text between prefix and the statement's closing "';", with the line breaks that a
+// dump tool puts into long GTID sets removed.
+func dumpStatement(head []byte, prefix string) (string, bool) {
+	// Byte by byte, ASCII only: bytes.ToLower and bytes.Map decode UTF-8 and would change the length of a
+	// dump's binary data, and with it the offsets.
+	lower := make([]byte, len(head))
+	for i, c := range head {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	p := []byte(strings.ToLower(prefix))
+	for off := 0; off < len(lower); {
+		i := bytes.Index(lower[off:], p)
+		if i < 0 {
+			return "", false
+		}
+		i += off
+		if i > 0 && lower[i-1] != '\n' {
+			off = i + len(p)
+			continue
+		}
+		rest := head[i+len(p):]
+		end := bytes.Index(rest, []byte("';"))
+		if end < 0 {
+			return "", false
+		}
+		return strings.Join(strings.Fields(string(rest[:end])), ""), true
+	}
+	return "", false
 }
 
 // FlavorFor returns the flavor of an engine.

@@ -436,3 +436,63 @@ func TestFlavorFor(t *testing.T) {
 	_, err = FlavorFor("Postgres")
 	g.Expect(err).To(HaveOccurred())
 }
+
+func TestDumpGTIDPosition(t *testing.T) {
+	// The heads as the dump tools write them: mariadb-dump 10.11 with --gtid --master-data=1 (as the
+	// real-server tests in internal/backup see it), and mysqldump 8.4 with --set-gtid-purged=ON, which breaks a
+	// set of several UUIDs across lines. The MySQL head is from mysqldump's documented output; it has not come
+	// from a real mysqldump here.
+	// mariadb-dump --all-databases defers the position to the end; without the mysql schema it comes first.
+	mariadbHead := "-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB\n--\n-- Host: 127.0.0.1\n" +
+		"-- Server version\t10.11.19-MariaDB-0+deb12u1-log\n\n" +
+		"CHANGE MASTER TO MASTER_USE_GTID=slave_pos;\n\n" +
+		"-- CHANGE MASTER TO MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=1234;\n\n" +
+		"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop`;\n"
+	mariadbTail := "INSERT INTO `x` VALUES (1,'a\\nSET GLOBAL gtid_slave_pos=\\'9-9-9\\';');\n" +
+		"-- The deferred gtid setting for slave corresponding to the master-data CHANGE-MASTER follows\n\n" +
+		"-- Preferably use GTID to start replication from GTID position:\n\n" +
+		"SET GLOBAL gtid_slave_pos='0-1-42,7-3-9';\n/*!40103 SET TIME_ZONE=@OLD_TIME_ZONE */;\n\n" +
+		"-- Dump completed on 2026-11-23 19:47:59\n"
+	mariadbFirst := "CHANGE MASTER TO MASTER_USE_GTID=slave_pos;\nSET GLOBAL gtid_slave_pos='0-1-42,7-3-9';\n"
+	mysqlHead := "-- MySQL dump 10.13  Distrib 8.4.3, for Linux (x86_64)\n" +
+		"SET @MYSQLDUMP_TEMP_LOG_BIN = @@SESSION.SQL_LOG_BIN;\nSET @@SESSION.SQL_LOG_BIN= 0;\n\n" +
+		"--\n-- GTID state at the beginning of the backup \n--\n\n" +
+		"SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,\n" +
+		"4f22ab58-71ca-11e1-9e33-c80aa9429562:1-3';\n"
+	// A commented-out statement (as --master-data=2 writes) is no position.
+	commented := "-- SET GLOBAL gtid_slave_pos='0-1-42';\n"
+
+	tests := []struct {
+		name       string
+		flavor     Flavor
+		head, tail string
+		want       string
+		wantErr    error
+	}{
+		{"MariaDB, all databases", MariaDBFlavor{}, mariadbHead, mariadbTail, "0-1-42,7-3-9", nil},
+		{"MariaDB, position first", MariaDBFlavor{}, mariadbFirst, "-- Dump completed\n", "0-1-42,7-3-9", nil},
+		{"MariaDB, empty position", MariaDBFlavor{}, mariadbHead, "SET GLOBAL gtid_slave_pos='';\n", "", nil},
+		{"MariaDB, commented out", MariaDBFlavor{}, commented, commented, "", ErrNoGTIDPosition},
+		{"MariaDB, cut short", MariaDBFlavor{}, mariadbHead, "SET GLOBAL gtid_slave_pos='0-1-4", "", ErrNoGTIDPosition},
+		{"MariaDB, none", MariaDBFlavor{}, mysqlHead, "", "", ErrNoGTIDPosition},
+		// Binary data before the statement (invalid UTF-8, upper case) must not shift where it is found.
+		{"MariaDB, after binary data", MariaDBFlavor{}, mariadbHead, "\xff\xfe\xc3A\x80" + mariadbTail, "0-1-42,7-3-9", nil},
+		{"MySQL", MySQLFlavor{}, mysqlHead, "-- Dump completed\n",
+			"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,4f22ab58-71ca-11e1-9e33-c80aa9429562:1-3", nil},
+		{"MySQL, none", MySQLFlavor{}, mariadbHead, mariadbTail, "", ErrNoGTIDPosition},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := tt.flavor.DumpGTIDPosition([]byte(tt.head), []byte(tt.tail))
+			if tt.wantErr != nil {
+				g.Expect(errors.Is(err, tt.wantErr)).To(BeTrue(), "got %v, %v", got, err)
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			want, err := tt.flavor.ParseGTIDSet(tt.want)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Contains(want) && want.Contains(got)).To(BeTrue(), "got %s, want %s", got, want)
+		})
+	}
+}

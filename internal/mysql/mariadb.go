@@ -28,7 +28,7 @@ import (
 //     that, rather than promising an N it would not keep. The wait point is set to AFTER_SYNC (MariaDB's
 //     default is AFTER_COMMIT, which lets other sessions read a transaction no replica has yet).
 //   - There is no WAIT_FOR_EXECUTED_GTID_SET; MASTER_GTID_WAIT waits for a position of the applier.
-//   - The dump tool is mariadb-dump --single-transaction --gtid --master-data=1.
+//   - The dump tool is mariadb-dump --single-transaction --gtid --master-data=1; the position is at the dump's end.
 type MariaDBFlavor struct{}
 
 var _ Flavor = MariaDBFlavor{}
@@ -296,4 +296,20 @@ func (MariaDBFlavor) DumpCommand(o DumpOptions) []string {
 func (MariaDBFlavor) RestoreCommand(o DumpOptions) []string {
 	return append(o.connectionArgs(orDefault(o.Path, "mariadb")),
 		"--init-command=SET SESSION sql_log_bin = 0", "--binary-mode")
+}
+
+// DumpGTIDPosition reads the SET GLOBAL gtid_slave_pos='...' that --gtid --master-data=1 writes: at the end of
+// the dump when it holds the mysql schema (--all-databases, deferred so that the dumped mysql.gtid_slave_pos
+// table does not overwrite it; as mariadb-dump 10.11 does), at the top otherwise. An empty position (a server
+// that has written no transaction) is a valid, empty set.
+func (MariaDBFlavor) DumpGTIDPosition(head, tail []byte) (GTIDSet, error) {
+	const stmt = "SET GLOBAL gtid_slave_pos='"
+	pos, ok := dumpStatement(tail, stmt)
+	if !ok {
+		pos, ok = dumpStatement(head, stmt)
+	}
+	if !ok {
+		return nil, ErrNoGTIDPosition
+	}
+	return parseMariaDBGTIDSet(pos)
 }
