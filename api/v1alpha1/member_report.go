@@ -1,0 +1,115 @@
+package v1alpha1
+
+// The member controller (internal/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
+// StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it reads and writes in
+// the member is named here, so that the hub can read its report without importing it.
+
+const (
+	// PrimaryAnnotation on a member StatefulSet requests a planned switchover: its value is the ordinal of the Pod
+	// that should be the primary ("1" for <name>-1). The member controller moves the primary there when the
+	// target is a healthy replica in sync, and reports a refusal otherwise. Leaving the annotation set after the
+	// switch is harmless; removing it means "whichever is primary".
+	PrimaryAnnotation = "mysqlfleet.io/primary"
+
+	// RoleLabel on a MySQL Pod is its role in the replicated set, as the member controller last established it:
+	// RolePrimary or RoleReplica. Pods that are neither (unreachable, errant, not yet replicating) carry no role
+	// label, so that Services selecting on it never send clients there.
+	RoleLabel = "mysqlfleet.io/role"
+	// RolePrimary is the value of RoleLabel on the writable primary.
+	RolePrimary = "primary"
+	// RoleReplica is the value of RoleLabel on a replica that replicates from the primary without errors.
+	RoleReplica = "replica"
+
+	// ReplicationComponentLabel marks the objects the member controller writes; its value on the report
+	// ConfigMap is ReplicationComponent. It is not app.kubernetes.io/component, which the hub's objects use.
+	ReplicationComponentLabel = "mysqlfleet.io/component"
+	// ReplicationComponent is the value of ReplicationComponentLabel on a replication report ConfigMap.
+	ReplicationComponent = "replication"
+
+	// StatefulSetUIDAnnotation on a replication report ConfigMap is the UID of the StatefulSet it reports on. The
+	// report deliberately carries no ClusterUIDLabel: the hub counts and deletes member objects by that label,
+	// and the report belongs to the member's StatefulSet (its owner reference), not to the hub object.
+	StatefulSetUIDAnnotation = "mysqlfleet.io/statefulset-uid"
+
+	// ReplicationReportKey is the key of the report ConfigMap that holds the ReplicationReport as JSON.
+	ReplicationReportKey = "report.json"
+	// ReplicationRecordKey is the key of the report ConfigMap that holds the member controller's own record (the
+	// primary's ordinal and the errant instances, as JSON). It is the controller's memory between passes and
+	// between leaders; nobody else should write it.
+	ReplicationRecordKey = "record.json"
+)
+
+// ReplicationReportName is the name of the ConfigMap, in the StatefulSet's namespace, that holds the replication
+// report of the StatefulSet statefulSet.
+func ReplicationReportName(statefulSet string) string { return statefulSet + "-replication" }
+
+// ReplicationRole is an instance's role in a ReplicationReport.
+type ReplicationRole string
+
+const (
+	// ReplicationRolePrimary is the primary.
+	ReplicationRolePrimary ReplicationRole = "primary"
+	// ReplicationRoleReplica is a replica of the primary with both threads running and no error.
+	ReplicationRoleReplica ReplicationRole = "replica"
+	// ReplicationRoleErrant is an instance holding transactions the primary does not have; it is fenced and left
+	// for a human to rebuild.
+	ReplicationRoleErrant ReplicationRole = "errant"
+	// ReplicationRoleUnreachable is an instance whose server could not be read (no Pod, no Pod IP, no answer).
+	ReplicationRoleUnreachable ReplicationRole = "unreachable"
+	// ReplicationRoleNone is any other instance: not replicating yet, replicating from elsewhere, or stopped.
+	ReplicationRoleNone ReplicationRole = "none"
+)
+
+// ReplicationReport is what the member controller publishes about one StatefulSet after each pass, as JSON under
+// ReplicationReportKey of the ConfigMap ReplicationReportName(<statefulset>). It holds no timestamps and nothing
+// that changes while the set is idle (no executed GTID sets), because the ConfigMap is written only when the
+// report changes: an idle set costs its member no writes.
+//
+// +kubebuilder:object:generate=false
+type ReplicationReport struct {
+	// Primary is the primary Pod's name; empty when there is none (not yet bootstrapped, or lost and not
+	// replaced).
+	Primary string `json:"primary,omitempty"`
+	// Instances are the StatefulSet's Pods by ordinal, as seen in the last pass. Empty when the pass could not
+	// observe the set at all (see LastError).
+	Instances []ReplicationInstance `json:"instances,omitempty"`
+	// Decision is what the last pass decided.
+	Decision ReplicationDecision `json:"decision"`
+	// LastTransition is the last completed change of primary (Bootstrap, Adopt, Failover or Switchover); it stays
+	// until the next one.
+	LastTransition *ReplicationDecision `json:"lastTransition,omitempty"`
+	// LastError is why the last pass could not do or see everything (a refusal, an unreachable server, a failed
+	// step); empty when all is well.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// ReplicationInstance is one instance (Pod) in a ReplicationReport.
+//
+// +kubebuilder:object:generate=false
+type ReplicationInstance struct {
+	// Pod is the Pod's name, <statefulset>-<ordinal>.
+	Pod  string          `json:"pod"`
+	Role ReplicationRole `json:"role"`
+	// InSync is true for a replica whose threads run and whose lag is known and within the controller's bound.
+	InSync bool `json:"inSync,omitempty"`
+	// LagSeconds is a replica's replication lag in whole seconds; absent when unknown or not a replica.
+	LagSeconds *int64 `json:"lagSeconds,omitempty"`
+	// ErrantGTIDs are the transactions the instance executed that the primary has not, in the engine's GTID
+	// notation; empty when there are none or they could not be computed (no primary answered).
+	ErrantGTIDs string `json:"errantGTIDs,omitempty"`
+	// Error is the last problem seen on the instance: why it could not be read, or its replication error.
+	Error string `json:"error,omitempty"`
+}
+
+// ReplicationDecision is a decision of the member controller. Kind is one of Bootstrap, Adopt, Steady, Repair,
+// FailoverStarted, Failover, Switchover, Refused, or Unobserved when the set could not be observed at all.
+//
+// +kubebuilder:object:generate=false
+type ReplicationDecision struct {
+	Kind string `json:"kind"`
+	// From and To are the Pods a failover or switchover moves the primary from and to.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// Reason says why, in a sentence.
+	Reason string `json:"reason,omitempty"`
+}
