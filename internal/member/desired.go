@@ -1,0 +1,166 @@
+package member
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
+)
+
+// Resolver tells where a Pod's server is reached, by the controller's admin connection and by the other
+// instances' replication alike. PodIPResolver is the product's; tests map Pods to servers on loopback.
+type Resolver func(pod *corev1.Pod) (clustering.Address, error)
+
+// PodIPResolver reaches a Pod at its IP on the MySQL port. A Pod IP changes when the Pod is recreated; the
+// engine then sees its replicas replicating from an address that is not the primary's and repoints them.
+func PodIPResolver(pod *corev1.Pod) (clustering.Address, error) {
+	if pod.Status.PodIP == "" {
+		return clustering.Address{}, fmt.Errorf("pod %s has no IP yet", pod.Name)
+	}
+	return clustering.Address{Host: pod.Status.PodIP, Port: render.MySQLPort}, nil
+}
+
+// managed tells whether a StatefulSet is one the member controller keeps replicated: written by the hub for a
+// MySQLCluster (managed-by mysqlfleet, with the hub object's UID).
+func managed(sts *appsv1.StatefulSet) bool {
+	l := sts.GetLabels()
+	return l[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue && l[v1alpha1.ClusterUIDLabel] != ""
+}
+
+// podName is the name of the StatefulSet's Pod with ordinal i.
+func podName(sts *appsv1.StatefulSet, i int) string { return fmt.Sprintf("%s-%d", sts.Name, i) }
+
+// instances is spec.replicas, 1 when unset (the API server's default).
+func instances(sts *appsv1.StatefulSet) int {
+	if sts.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*sts.Spec.Replicas)
+}
+
+// engineOf tells the StatefulSet's engine. Render records spec.engine in no label or annotation, so it is read
+// from the mysql container: its command starts the engine's server binary (render's serverScript execs mariadbd
+// or mysqld, chosen by engine, whatever the image), and failing that the image's repository name (mariadb:...,
+// mysql:...). A label written by render would be better; render is not this package's to change.
+func engineOf(sts *appsv1.StatefulSet) (mysql.Engine, error) {
+	c := mysqlContainer(&sts.Spec.Template.Spec)
+	if c == nil {
+		return "", fmt.Errorf("StatefulSet %s has no %q container", sts.Name, render.MySQLContainerName)
+	}
+	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	switch {
+	case strings.Contains(cmd, "mariadbd"):
+		return mysql.MariaDB, nil
+	case strings.Contains(cmd, "mysqld"):
+		return mysql.MySQL, nil
+	}
+	repo := c.Image
+	if i := strings.LastIndex(repo, "/"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	if i := strings.IndexAny(repo, ":@"); i >= 0 {
+		repo = repo[:i]
+	}
+	switch repo {
+	case "mariadb":
+		return mysql.MariaDB, nil
+	case "mysql", "mysql-server", "percona-server":
+		return mysql.MySQL, nil
+	}
+	return "", fmt.Errorf("cannot tell the engine of StatefulSet %s: its %q container neither runs mariadbd or "+
+		"mysqld nor uses a mariadb or mysql image (%s)", sts.Name, c.Name, c.Image)
+}
+
+func mysqlContainer(spec *corev1.PodSpec) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == render.MySQLContainerName {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// credentialsSecret is the Secret and key holding the root password: where the mysql container's
+// MYSQL_ROOT_PASSWORD comes from (render points it at the MySQLCluster's credentials Secret).
+func credentialsSecret(sts *appsv1.StatefulSet) (name, key string, err error) {
+	if c := mysqlContainer(&sts.Spec.Template.Spec); c != nil {
+		for _, e := range c.Env {
+			if e.Name == "MYSQL_ROOT_PASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				return e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("StatefulSet %s takes MYSQL_ROOT_PASSWORD from no Secret", sts.Name)
+}
+
+// requestedPrimary reads PrimaryAnnotation: nil when absent, an error when it is not an ordinal.
+func requestedPrimary(sts *appsv1.StatefulSet) (*int, error) {
+	v, ok := sts.Annotations[v1alpha1.PrimaryAnnotation]
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("annotation %s=%q is not a Pod ordinal", v1alpha1.PrimaryAnnotation, v)
+	}
+	return &n, nil
+}
+
+// target is where one instance is reached, or why it cannot be.
+type target struct {
+	pod  *corev1.Pod
+	addr clustering.Address
+	err  error
+}
+
+// desiredSet builds what the engine is asked for from the StatefulSet and its Pods (by ordinal; a missing Pod
+// is nil), without the switchover request (see requestedPrimary). An instance that cannot be resolved keeps an
+// empty address: the engine then finds it unreachable (it has no server), which is what it is.
+func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, maxLag time.Duration) (
+	clustering.Desired, []target, error) {
+	e, err := engineOf(sts)
+	if err != nil {
+		return clustering.Desired{}, nil, err
+	}
+	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag}
+	if n := sts.Labels[v1alpha1.ClusterNameLabel]; n != "" {
+		d.Name = n
+	}
+	targets := make([]target, len(pods))
+	for i, p := range pods {
+		t := target{pod: p}
+		switch {
+		case p == nil:
+			t.err = fmt.Errorf("pod %s does not exist", podName(sts, i))
+		case p.DeletionTimestamp != nil:
+			t.err = fmt.Errorf("pod %s is being deleted", p.Name)
+		default:
+			t.addr, t.err = resolve(p)
+		}
+		if t.err != nil {
+			t.addr = clustering.Address{}
+		}
+		targets[i] = t
+		d.Addresses = append(d.Addresses, t.addr)
+	}
+	return d, targets, nil
+}
+
+// dsn is the go-sql-driver DSN of the controller's connection to an instance.
+func dsn(user, password string, a clustering.Address, timeout time.Duration) string {
+	cfg := driver.NewConfig()
+	cfg.User, cfg.Passwd = user, password
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	cfg.Timeout = timeout
+	return cfg.FormatDSN()
+}

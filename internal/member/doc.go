@@ -1,0 +1,46 @@
+// Package member is the member controller: one leader-elected controller-runtime manager per member cluster
+// that keeps every StatefulSet mysqlfleet manages there (label app.kubernetes.io/managed-by=mysqlfleet and a
+// mysqlfleet.io/cluster-uid label) a replicated set with one writable primary and semi-sync replicas. The
+// decisions are internal/clustering's; this package feeds them from Kubernetes and publishes their outcome.
+//
+// # One pass over one StatefulSet
+//
+//   - Desired: the instances are the StatefulSet's Pods <name>-0 .. <name>-(replicas-1); each is reached
+//     through a Resolver (its Pod IP on port 3306 in the product; a loopback server in tests). The engine is
+//     read from the mysql container (render records it nowhere else, see engineOf). A planned switchover is
+//     requested with the annotation mysqlfleet.io/primary=<ordinal> on the StatefulSet
+//     (v1alpha1.PrimaryAnnotation).
+//   - Credentials: root, with the password from the Secret the mysql container's MYSQL_ROOT_PASSWORD comes
+//     from (the credentials Secret the hub renders). Replicas replicate as root too. A dedicated admin user
+//     and a replication user with least privilege are issue 13 item 5, not done here.
+//   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
+//     <name>-replication; the plan's save-record step writes it before any new primary turns writable.
+//   - Label each Pod mysqlfleet.io/role=primary|replica, or remove the label from Pods that are neither
+//     (unreachable, errant, not replicating), with a merge patch where it differs. After a failed plan labels
+//     are only removed, never set.
+//   - Write the report (v1alpha1.ReplicationReport, JSON) into the same ConfigMap, only when it changed, with
+//     the resourceVersion the pass read (optimistic concurrency). It holds nothing that changes while the set
+//     is idle, so an idle set costs its member no write at all: the steady pass reads the cache only (the
+//     credentials Secret excepted, read live by get).
+//   - Come back after BusyInterval when the plan had steps or failed (a failover takes two passes), after
+//     PollInterval otherwise: the servers change without Kubernetes events, so sets are polled.
+//
+// A set whose servers cannot be reached is reported so (role unreachable, the reason in the instance's error
+// and in lastError), and a set that cannot be observed at all (no credentials, unknown engine, unreadable
+// record) gets a report of kind Unobserved with the reason; the controller never reports a state it did not
+// see.
+//
+// The record is the engine's memory, and reading it stale would be dangerous (a pass right after a switchover
+// would fence the new primary). The cached ConfigMap is therefore used only when its resourceVersion is the one
+// this controller last wrote or read; otherwise it is read from the API server.
+//
+// # How it gets into each member
+//
+// Decision: `mysqlfleet join` installs it into the member, in its own namespace, with its own ServiceAccount
+// and the least-privilege RBAC of RBAC (ClusterRules, NamespaceRules), as a Deployment of the manager's image
+// running mysqlfleet-member (cmd/member) with --leader-elect and two replicas. Reasons: it then runs with the
+// member's own credentials, not the hub's, and goes on failing over when the hub is unreachable, which is the
+// point of deciding inside the member; the hub's member credential needs no RBAC or Deployment rights; and it
+// is one controller per member however many MySQLClusters are placed there. The hub only reads the report
+// through the member API server. (`mysqlfleet join` does not install it yet: that is left to issue 13.)
+package member

@@ -1,0 +1,165 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// DefaultLeaderElectionID is the name of the member controller's Lease.
+const DefaultLeaderElectionID = "mysqlfleet-member"
+
+// Options of the member controller's manager. cmd/member fills them from flags; tests build the same manager
+// in-process.
+type Options struct {
+	// Namespace is the controller's own namespace, where its leader election Lease lives.
+	Namespace string
+
+	LeaderElection   bool
+	LeaderElectionID string
+	LeaseDuration    time.Duration
+	RenewDeadline    time.Duration
+	RetryPeriod      time.Duration
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	Timing
+	// MaxConcurrentReconciles is how many sets are worked on at once; one set is never worked on twice at once.
+	MaxConcurrentReconciles int
+	// Resolver maps a Pod to its server's address; nil means PodIPResolver.
+	Resolver Resolver
+
+	// SkipControllerNameValidation lets one process build several managers (tests).
+	SkipControllerNameValidation bool
+}
+
+var passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mysqlfleet_member_passes_total",
+	Help: "Passes of the member controller over replicated sets that reached the servers, by decision.",
+}, []string{"decision"})
+
+func init() { ctrlmetrics.Registry.MustRegister(passesTotal) }
+
+// Scheme holds the built-in kinds the member controller uses.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// New builds the member controller's manager. Start it with Start(ctx).
+func New(cfg *rest.Config, o Options) (manager.Manager, error) {
+	mgr, _, err := newManager(cfg, o)
+	return mgr, err
+}
+
+func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, error) {
+	if o.Namespace == "" {
+		return nil, nil, fmt.Errorf("the member controller's namespace is required")
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.Resolver == nil {
+		o.Resolver = PodIPResolver
+	}
+	leaseDuration, renewDeadline, retryPeriod := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
+	reports := labels.SelectorFromSet(labels.Set{v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent})
+	opts := manager.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		// Only mysqlfleet's objects are cached: a member may run many other workloads.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.StatefulSet{}: {Label: ours},
+			&corev1.Pod{}:         {Label: ours},
+			&corev1.ConfigMap{}:   {Label: reports},
+		}},
+		// Secrets are read live, never listed or watched: the controller may only get them.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	}
+	if leaseDuration > 0 {
+		opts.LeaseDuration = &leaseDuration
+	}
+	if renewDeadline > 0 {
+		opts.RenewDeadline = &renewDeadline
+	}
+	if retryPeriod > 0 {
+		opts.RetryPeriod = &retryPeriod
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Resolve:   o.Resolver,
+		Timing:    o.withDefaults(),
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("member").
+		For(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+			sts, ok := obj.(*appsv1.StatefulSet)
+			return ok && managed(sts)
+		}))).
+		// The report ConfigMap: a deleted or edited report is rewritten.
+		Owns(&corev1.ConfigMap{}).
+		// Pods: a new Pod IP, a Pod deleted or recreated. The StatefulSet controller owns them.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
+			SkipNameValidation:      &o.SkipControllerNameValidation,
+		}).
+		Complete(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Close the connection pools when the manager stops.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.pools.closeAll()
+		return nil
+	})); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, r, nil
+}

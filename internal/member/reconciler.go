@@ -1,0 +1,394 @@
+package member
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// rootUser is the account the controller administers the servers with, and the account replicas replicate
+// with: the only one render's credentials Secret holds a password for (the official images create root@'%'
+// from MYSQL_ROOT_PASSWORD). A dedicated admin user and a replication user with least privilege are issue 13
+// item 5; root can write past read_only on MariaDB, so this controller never writes data on any server.
+const rootUser = "root"
+
+// Reconciler keeps one StatefulSet's servers a replicated set: each pass observes every server, lets the
+// clustering engine decide, executes the plan, labels the Pods by role and publishes the report. A pass that
+// changes nothing writes nothing.
+type Reconciler struct {
+	// Client reads StatefulSets, Pods and report ConfigMaps from the manager's cache and writes directly.
+	Client client.Client
+	// APIReader reads what must not be stale or is not cached: the credentials Secret (get only, no watch) and
+	// the report ConfigMap whenever the cache may lag behind this controller's own last write.
+	APIReader client.Reader
+	// Resolve maps a Pod to its server's address.
+	Resolve Resolver
+	Timing
+	pools pools
+
+	mu sync.Mutex
+	// written is the resourceVersion of each report ConfigMap as this controller last wrote or read it live
+	// ("" when it read that there is none). A pass trusts the cached ConfigMap only when it matches: the record
+	// in it must never be read stale, or a pass right after a switchover would fence the new primary.
+	written map[types.NamespacedName]string
+	// passes counts the passes over each set that reached the servers, for tests.
+	passes map[types.NamespacedName]int
+}
+
+// Timing bounds and paces the passes.
+type Timing struct {
+	// PollInterval is how soon a set whose pass changed nothing is looked at again. The servers' state changes
+	// without any Kubernetes event (a primary dies), so every set is polled; this bounds how long a dead primary
+	// goes unnoticed. Default 5s.
+	PollInterval time.Duration
+	// BusyInterval is how soon a set is looked at again after a pass that changed something or failed: the
+	// next pass checks the change or takes the next step (a failover takes two passes). Default 1s.
+	BusyInterval time.Duration
+	// StatusTimeout bounds the login and status read of one server; a server that takes longer is unreachable
+	// for that pass. Default 3s.
+	StatusTimeout time.Duration
+	// PassTimeout bounds one pass's work on the servers, switchover waits included. Default 2m.
+	PassTimeout time.Duration
+	// MaxLag is the lag within which a replica counts as in sync and may become primary by switchover.
+	// Default 10s.
+	MaxLag time.Duration
+	// ReplicaConnectRetry is how long a replica's receiver waits between reconnection attempts. Default 10s.
+	ReplicaConnectRetry time.Duration
+}
+
+func (t Timing) withDefaults() Timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.PollInterval, 5*time.Second)
+	def(&t.BusyInterval, time.Second)
+	def(&t.StatusTimeout, 3*time.Second)
+	def(&t.PassTimeout, 2*time.Minute)
+	def(&t.MaxLag, 10*time.Second)
+	def(&t.ReplicaConnectRetry, 10*time.Second)
+	return t
+}
+
+// scope is what one pass works on.
+type scope struct {
+	// key names the StatefulSet.
+	key types.NamespacedName
+	sts *appsv1.StatefulSet
+	// pods are the StatefulSet's Pods by ordinal, nil where a Pod does not exist.
+	pods []*corev1.Pod
+	// cm is the report ConfigMap as it is in the API server (nil when there is none), kept current by this
+	// pass's writes.
+	cm *corev1.ConfigMap
+	// rec is the engine's record: read from cm, replaced by every save.
+	rec clustering.Record
+	// prev is the report published before this pass.
+	prev *v1alpha1.ReplicationReport
+}
+
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// Reconcile is one pass over one StatefulSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	sts := &appsv1.StatefulSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sts); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !managed(sts) || sts.DeletionTimestamp != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	s, err := r.load(ctx, sts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	rep, changed, planFailed := r.pass(ctx, s)
+
+	// Labels, then the report: the report is the last word of a pass, and a failure before it leaves the
+	// previous report in place to be rewritten by the next pass.
+	var errs []error
+	if err := r.reconcileRoleLabels(ctx, s, rep, planFailed); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.writeConfigMap(ctx, s, &rep); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		log.Error(err, "Failed to publish the pass", "statefulSet", klog.KObj(sts))
+		return ctrl.Result{RequeueAfter: r.BusyInterval}, nil
+	}
+	if changed || planFailed {
+		return ctrl.Result{RequeueAfter: r.BusyInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+}
+
+// load reads the pass's inputs from the API: the set's Pods and its report ConfigMap, record and report.
+func (r *Reconciler) load(ctx context.Context, sts *appsv1.StatefulSet) (*scope, error) {
+	s := &scope{key: client.ObjectKeyFromObject(sts), sts: sts}
+	for i := range instances(sts) {
+		pod := &corev1.Pod{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: podName(sts, i)}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			pod = nil
+		case err != nil:
+			return nil, fmt.Errorf("failed to get Pod %s/%s: %w", sts.Namespace, podName(sts, i), err)
+		case !metav1.IsControlledBy(pod, sts):
+			pod = nil // a Pod of that name that this StatefulSet does not own is not one of its instances
+		}
+		s.pods = append(s.pods, pod)
+	}
+	cm, err := r.loadConfigMap(ctx, s.key)
+	if err != nil {
+		return nil, err
+	}
+	s.cm, s.prev = cm, readReport(cm)
+	return s, nil
+}
+
+// pass observes the servers, decides and executes, and returns the report; changed tells whether the plan
+// had steps (so the next pass comes soon), planFailed whether they failed. A set that cannot be observed at
+// all is reported as such, with the reason.
+func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.ReplicationReport, changed, planFailed bool) {
+	log := ctrl.LoggerFrom(ctx)
+	rec, err := readRecord(s.cm)
+	if err != nil {
+		return unobservedReport(s.prev, err), false, true
+	}
+	s.rec = rec
+	d, targets, err := desiredSet(s.sts, s.pods, r.Resolve, r.MaxLag)
+	if err != nil {
+		return unobservedReport(s.prev, err), false, true
+	}
+	password, err := r.rootPassword(ctx, s.sts)
+	if err != nil {
+		return unobservedReport(s.prev, err), false, true
+	}
+	request, requestErr := requestedPrimary(s.sts)
+	d.Primary = request
+	flavor, err := mysql.FlavorFor(d.Engine)
+	if err != nil {
+		return unobservedReport(s.prev, err), false, true
+	}
+	dsns := make([]string, len(targets))
+	for i, t := range targets {
+		if t.err == nil {
+			dsns[i] = dsn(rootUser, password, t.addr, r.StatusTimeout)
+		}
+	}
+	servers, openErrs := r.pools.servers(s.key, flavor, dsns)
+	ops := &clustering.ServerOps{
+		Servers:             servers,
+		ReplicationUser:     rootUser,
+		ReplicationPassword: password,
+		ConnectRetry:        r.ReplicaConnectRetry,
+		Save:                func(ctx context.Context, rec clustering.Record) error { return r.saveRecord(ctx, s, rec) },
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, r.PassTimeout)
+	defer cancel()
+	obs := clustering.Observe(ctx, ops, d.Instances(), s.rec.PrimaryIndex(), r.StatusTimeout)
+	// Say why an instance has no server rather than "no server for instance i".
+	for i := range obs {
+		if err := errors.Join(targets[i].err, openErrs[i]); err != nil {
+			obs[i] = clustering.Observation{Err: err}
+		}
+	}
+	plan := clustering.Decide(d, s.rec, obs)
+	execErr := clustering.Execute(ctx, ops, plan.Steps)
+	r.countPass(s.key)
+	passesTotal.WithLabelValues(string(plan.Decision.Kind)).Inc()
+	if plan.Decision.Kind != clustering.Steady || execErr != nil {
+		log.Info("Replication pass", "statefulSet", klog.KObj(s.sts), "decision", plan.Decision.String(),
+			"steps", len(plan.Steps), "error", execErr)
+	}
+	rep = buildReport(s.sts, plan, execErr, s.prev)
+	if requestErr != nil && rep.LastError == "" {
+		rep.LastError = requestErr.Error()
+	}
+	return rep, plan.Requeue(), execErr != nil
+}
+
+// rootPassword reads the root password from the credentials Secret, live: Secrets are not cached, so that the
+// controller needs only get on them.
+func (r *Reconciler) rootPassword(ctx context.Context, sts *appsv1.StatefulSet) (string, error) {
+	name, key, err := credentialsSecret(sts)
+	if err != nil {
+		return "", err
+	}
+	sec := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: name}, sec); err != nil {
+		return "", fmt.Errorf("failed to read the credentials Secret %s/%s: %w", sts.Namespace, name, err)
+	}
+	pw := string(sec.Data[key])
+	if pw == "" {
+		return "", fmt.Errorf("the credentials Secret %s/%s has no %q", sts.Namespace, name, key)
+	}
+	return pw, nil
+}
+
+// saveRecord is the plan's save-record step: the record is durable in the ConfigMap before the plan goes on to
+// make a new primary writable.
+func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rec clustering.Record) error {
+	prev := s.rec
+	s.rec = rec
+	if err := r.writeConfigMap(ctx, s, nil); err != nil {
+		s.rec = prev
+		return err
+	}
+	return nil
+}
+
+// writeConfigMap writes the report ConfigMap with the scope's record and rep (nil keeps the report it holds),
+// and only when that changes it. Updates carry the resourceVersion the pass read: a concurrent writer makes
+// the write fail rather than be overwritten, and the next pass reads afresh.
+func (r *Reconciler) writeConfigMap(ctx context.Context, s *scope, rep *v1alpha1.ReplicationReport) error {
+	desired, err := reportConfigMap(s.sts, rep, s.rec)
+	if err != nil {
+		return err
+	}
+	if s.cm == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			r.distrust(s.key)
+			return fmt.Errorf("failed to create ConfigMap %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		s.cm = desired
+		r.trust(s.key, desired.ResourceVersion)
+		return nil
+	}
+	next := merged(s.cm, desired)
+	if equality.Semantic.DeepEqual(next, s.cm) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, next); err != nil {
+		r.distrust(s.key)
+		return fmt.Errorf("failed to update ConfigMap %s/%s: %w", next.Namespace, next.Name, err)
+	}
+	s.cm = next
+	r.trust(s.key, next.ResourceVersion)
+	return nil
+}
+
+// loadConfigMap returns the report ConfigMap, nil when there is none. It reads the cache when the cache holds
+// what this controller last wrote or read, and the API server otherwise (after its own write the cache lags;
+// after a restart or a failed write nothing is known). An idle set's passes thus make no request at all.
+func (r *Reconciler) loadConfigMap(ctx context.Context, key types.NamespacedName) (*corev1.ConfigMap, error) {
+	name := types.NamespacedName{Namespace: key.Namespace, Name: v1alpha1.ReplicationReportName(key.Name)}
+	cached := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, name, cached)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("failed to get ConfigMap %s: %w", name, err)
+	}
+	cachedRV := ""
+	if err == nil {
+		cachedRV = cached.ResourceVersion
+	}
+	r.mu.Lock()
+	known, ok := r.written[key]
+	r.mu.Unlock()
+	if ok && known == cachedRV {
+		if cachedRV == "" {
+			return nil, nil
+		}
+		return cached, nil
+	}
+	live := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, name, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.trust(key, "")
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to get ConfigMap %s: %w", name, err)
+	}
+	r.trust(key, live.ResourceVersion)
+	return live, nil
+}
+
+func (r *Reconciler) trust(key types.NamespacedName, rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = map[types.NamespacedName]string{}
+	}
+	r.written[key] = rv
+}
+
+func (r *Reconciler) distrust(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.written, key)
+}
+
+// reconcileRoleLabels sets or removes each Pod's role label with a merge patch, only where it differs.
+func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1alpha1.ReplicationReport,
+	planFailed bool) error {
+	var errs []error
+	for _, c := range roleLabelChanges(s.pods, rep, planFailed) {
+		var value any // nil removes the label
+		if c.Value != "" {
+			value = c.Value
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"labels": map[string]any{v1alpha1.RoleLabel: value}}})
+		if err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.sts.Namespace, Name: c.Pod}}
+		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body)); err != nil &&
+			!apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("failed to label Pod %s/%s %s=%q: %w", s.sts.Namespace, c.Pod,
+				v1alpha1.RoleLabel, c.Value, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forget drops what the controller holds for a set that is gone or no longer managed.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.pools.forget(key)
+	r.distrust(key)
+}
+
+func (r *Reconciler) countPass(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.passes == nil {
+		r.passes = map[types.NamespacedName]int{}
+	}
+	r.passes[key]++
+}
+
+// passCount is how many passes reached the servers of a set.
+func (r *Reconciler) passCount(key types.NamespacedName) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passes[key]
+}

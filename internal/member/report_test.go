@@ -1,0 +1,240 @@
+package member
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
+)
+
+// renderedSet is the StatefulSet render makes for a MySQLCluster of the engine, as a typed object.
+func renderedSet(t *testing.T, engine v1alpha1.Engine, image string) *appsv1.StatefulSet {
+	t.Helper()
+	mc := &v1alpha1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "uid"},
+		Spec:       v1alpha1.MySQLClusterSpec{Engine: engine, Version: "10.11", Image: image, Replicas: 3},
+	}
+	objs, err := render.Render(mc, placement.Member{Name: "m", Cloud: v1alpha1.CloudAWS},
+		render.Credentials{RootPassword: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := objs.StatefulSet
+	c := ac.Spec.Template.Spec.Containers[0]
+	var env []corev1.EnvVar
+	for _, e := range c.Env {
+		v := corev1.EnvVar{Name: *e.Name}
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			v.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: *e.ValueFrom.SecretKeyRef.Name},
+				Key:                  *e.ValueFrom.SecretKeyRef.Key}}
+		}
+		env = append(env, v)
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: *ac.Name, Namespace: *ac.Namespace, Labels: ac.Labels, UID: "sts-uid"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ac.Spec.Replicas, Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: *c.Name, Image: *c.Image, Command: c.Command, Args: c.Args, Env: env}}}}},
+	}
+}
+
+func TestWhatRenderWroteIsRead(t *testing.T) {
+	g := NewWithT(t)
+	for _, tt := range []struct {
+		engine v1alpha1.Engine
+		image  string
+		want   mysql.Engine
+	}{
+		{v1alpha1.EngineMariaDB, "", mysql.MariaDB},
+		{v1alpha1.EngineMySQL, "", mysql.MySQL},
+		// The command follows spec.engine whatever the image is called.
+		{v1alpha1.EngineMariaDB, "registry.example/db/custom:1", mysql.MariaDB},
+		{v1alpha1.EngineMySQL, "registry.example/mariadb:11.4", mysql.MySQL},
+	} {
+		sts := renderedSet(t, tt.engine, tt.image)
+		g.Expect(managed(sts)).To(BeTrue())
+		got, err := engineOf(sts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(tt.want), "%s %s", tt.engine, tt.image)
+		name, key, err := credentialsSecret(sts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect([]string{name, key}).To(Equal([]string{"shop-credentials", v1alpha1.RootPasswordKey}))
+	}
+}
+
+func TestEngineFromImageWhenTheCommandSaysNothing(t *testing.T) {
+	g := NewWithT(t)
+	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+	sts.Spec.Template.Spec.Containers[0].Command = []string{"/entrypoint"}
+	for image, want := range map[string]mysql.Engine{
+		"mariadb:10.11": mysql.MariaDB, "docker.io/library/mysql:8.4": mysql.MySQL,
+		"mysql@sha256:abc": mysql.MySQL, "mirror:5000/x/mariadb:11": mysql.MariaDB,
+	} {
+		sts.Spec.Template.Spec.Containers[0].Image = image
+		got, err := engineOf(sts)
+		g.Expect(err).NotTo(HaveOccurred(), image)
+		g.Expect(got).To(Equal(want), image)
+	}
+	sts.Spec.Template.Spec.Containers[0].Image = "postgres:17"
+	_, err := engineOf(sts)
+	g.Expect(err).To(MatchError(ContainSubstring("cannot tell the engine")))
+}
+
+func TestRequestedPrimary(t *testing.T) {
+	g := NewWithT(t)
+	sts := &appsv1.StatefulSet{}
+	p, err := requestedPrimary(sts)
+	g.Expect(p, err).To(BeNil())
+	for v, want := range map[string]int{"0": 0, " 2 ": 2} {
+		sts.Annotations = map[string]string{v1alpha1.PrimaryAnnotation: v}
+		p, err := requestedPrimary(sts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p).To(Equal(ptr.To(want)))
+	}
+	for _, v := range []string{"-1", "shop-1", "1.0"} {
+		sts.Annotations = map[string]string{v1alpha1.PrimaryAnnotation: v}
+		_, err := requestedPrimary(sts)
+		g.Expect(err).To(HaveOccurred(), v)
+	}
+}
+
+func TestDesiredSetMarksUnresolvableInstances(t *testing.T) {
+	g := NewWithT(t)
+	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+	ip := func(name, addr string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{PodIP: addr}}
+	}
+	d, targets, err := desiredSet(sts, []*corev1.Pod{ip("shop-0", "10.0.0.1"), ip("shop-1", ""), nil},
+		PodIPResolver, 7*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
+	g.Expect(d.Name).To(Equal("shop"))
+	g.Expect(d.MaxLag).To(Equal(7 * time.Second))
+	g.Expect(d.Addresses).To(Equal([]clustering.Address{{Host: "10.0.0.1", Port: 3306}, {}, {}}))
+	g.Expect(targets[0].err).NotTo(HaveOccurred())
+	g.Expect(targets[1].err).To(MatchError(ContainSubstring("has no IP")))
+	g.Expect(targets[2].err).To(MatchError(ContainSubstring("shop-2 does not exist")))
+}
+
+func plan(kind clustering.Kind, from, to int, ins ...clustering.InstanceReport) clustering.Plan {
+	p := clustering.Plan{Decision: clustering.Decision{Kind: kind, From: from, To: to}}
+	p.Report = clustering.Report{Decision: p.Decision, Primary: -1, Instances: ins}
+	for _, in := range ins {
+		if in.Role == clustering.RolePrimary {
+			p.Report.Primary = in.Index
+		}
+	}
+	return p
+}
+
+func TestBuildReport(t *testing.T) {
+	g := NewWithT(t)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	lag := 2900 * time.Millisecond
+	ins := []clustering.InstanceReport{
+		{Index: 0, Role: clustering.RolePrimary, Executed: "0-1-5"},
+		{Index: 1, Role: clustering.RoleReplica, InSync: true, Lag: &lag, Executed: "0-1-5"},
+		{Index: 2, Role: clustering.RoleErrant, Errant: "0-3-1", Executed: "0-1-5,0-3-1"},
+	}
+	rep := buildReport(sts, plan(clustering.Failover, 1, 0, ins...), nil, nil)
+	g.Expect(rep).To(Equal(v1alpha1.ReplicationReport{
+		Primary: "shop-0",
+		Instances: []v1alpha1.ReplicationInstance{
+			{Pod: "shop-0", Role: v1alpha1.ReplicationRolePrimary},
+			{Pod: "shop-1", Role: v1alpha1.ReplicationRoleReplica, InSync: true, LagSeconds: ptr.To[int64](2)},
+			{Pod: "shop-2", Role: v1alpha1.ReplicationRoleErrant, ErrantGTIDs: "0-3-1"},
+		},
+		Decision:       v1alpha1.ReplicationDecision{Kind: "Failover", From: "shop-1", To: "shop-0"},
+		LastTransition: &v1alpha1.ReplicationDecision{Kind: "Failover", From: "shop-1", To: "shop-0"},
+	}))
+
+	// A steady pass keeps the last transition; executed sets, which move with every write, are not reported.
+	ins[0].Executed, ins[1].Executed = "0-1-9", "0-1-9"
+	steady := buildReport(sts, plan(clustering.Steady, -1, -1, ins...), nil, &rep)
+	g.Expect(steady.LastTransition).To(Equal(rep.LastTransition))
+	g.Expect(steady.Decision).To(Equal(v1alpha1.ReplicationDecision{Kind: "Steady"}))
+
+	// A switchover whose plan failed is no transition, and the failure is the last error.
+	failed := buildReport(sts, plan(clustering.Switchover, 0, 1, ins...), errors.New("boom"), &steady)
+	g.Expect(failed.LastTransition).To(Equal(rep.LastTransition))
+	g.Expect(failed.LastError).To(Equal("boom"))
+
+	un := unobservedReport(&rep, errors.New("no Secret"))
+	g.Expect(un).To(Equal(v1alpha1.ReplicationReport{
+		Decision:  v1alpha1.ReplicationDecision{Kind: kindUnobserved, Reason: "no Secret"},
+		LastError: "no Secret", LastTransition: rep.LastTransition,
+	}))
+}
+
+func TestRoleLabelChanges(t *testing.T) {
+	g := NewWithT(t)
+	pod := func(name, role string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "x"}}}
+		if role != "" {
+			p.Labels[v1alpha1.RoleLabel] = role
+		}
+		return p
+	}
+	pods := []*corev1.Pod{pod("s-0", "replica"), pod("s-1", "primary"), pod("s-2", "replica"), nil,
+		pod("s-4", "")}
+	rep := v1alpha1.ReplicationReport{Instances: []v1alpha1.ReplicationInstance{
+		{Pod: "s-0", Role: v1alpha1.ReplicationRolePrimary},
+		{Pod: "s-1", Role: v1alpha1.ReplicationRoleUnreachable},
+		{Pod: "s-2", Role: v1alpha1.ReplicationRoleReplica},
+		{Pod: "s-3", Role: v1alpha1.ReplicationRoleUnreachable},
+		{Pod: "s-4", Role: v1alpha1.ReplicationRoleReplica},
+	}}
+	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
+		{Pod: "s-0", Value: "primary"}, {Pod: "s-1"}, {Pod: "s-4", Value: "replica"},
+	}))
+	// After a failed plan a role is only ever taken away.
+	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1"}}))
+	// A report that saw nothing changes nothing.
+	g.Expect(roleLabelChanges(pods, v1alpha1.ReplicationReport{}, false)).To(BeEmpty())
+}
+
+func TestReportConfigMapIsANoOpWhenNothingChanged(t *testing.T) {
+	g := NewWithT(t)
+	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+	rep := v1alpha1.ReplicationReport{Primary: "shop-0", Decision: v1alpha1.ReplicationDecision{Kind: "Steady"}}
+	rec := clustering.Record{Primary: ptr.To(0)}
+	cm, err := reportConfigMap(sts, &rep, rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cm.Labels).NotTo(HaveKey(v1alpha1.ClusterUIDLabel))
+	g.Expect(cm.Annotations).To(HaveKeyWithValue(v1alpha1.StatefulSetUIDAnnotation, "sts-uid"))
+	g.Expect(cm.OwnerReferences).To(HaveLen(1))
+	g.Expect(cm.OwnerReferences[0].BlockOwnerDeletion).To(BeNil())
+
+	// What the API server returns (plus what others added) merges back to itself.
+	live := cm.DeepCopy()
+	live.ResourceVersion = "7"
+	live.Labels["team"] = "payments"
+	live.Data["note"] = "kept"
+	again, err := reportConfigMap(sts, &rep, rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(equality.Semantic.DeepEqual(merged(live, again), live)).To(BeTrue())
+	// Saving a record keeps the report it holds.
+	saved, err := reportConfigMap(sts, nil, clustering.Record{Primary: ptr.To(1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	next := merged(live, saved)
+	g.Expect(next.Data[v1alpha1.ReplicationReportKey]).To(Equal(live.Data[v1alpha1.ReplicationReportKey]))
+	g.Expect(readRecord(next)).To(Equal(clustering.Record{Primary: ptr.To(1)}))
+	g.Expect(readReport(next)).To(Equal(&rep))
+
+	next.Data[v1alpha1.ReplicationRecordKey] = "{not json"
+	_, err = readRecord(next)
+	g.Expect(err).To(MatchError(ContainSubstring("will not act without it")))
+}
