@@ -100,6 +100,8 @@ type scope struct {
 	cm *corev1.ConfigMap
 	// rec is the engine's record: read from cm, replaced by every save.
 	rec clustering.Record
+	// recErr is why the record in cm cannot be read; the pass then leaves it as it is, for a human to see.
+	recErr error
 	// prev is the report published before this pass.
 	prev *v1alpha1.ReplicationReport
 }
@@ -181,6 +183,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	log := ctrl.LoggerFrom(ctx)
 	rec, err := readRecord(s.cm)
 	if err != nil {
+		s.recErr = err
 		return unobservedReport(s.prev, err), false, true
 	}
 	s.rec = rec
@@ -271,7 +274,7 @@ func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rec clustering.Re
 // and only when that changes it. Updates carry the resourceVersion the pass read: a concurrent writer makes
 // the write fail rather than be overwritten, and the next pass reads afresh.
 func (r *Reconciler) writeConfigMap(ctx context.Context, s *scope, rep *v1alpha1.ReplicationReport) error {
-	desired, err := reportConfigMap(s.sts, rep, s.rec)
+	desired, err := s.desiredConfigMap(rep)
 	if err != nil {
 		return err
 	}
@@ -295,6 +298,20 @@ func (r *Reconciler) writeConfigMap(ctx context.Context, s *scope, rep *v1alpha1
 	s.cm = next
 	r.trust(s.key, next.ResourceVersion)
 	return nil
+}
+
+// desiredConfigMap is the report ConfigMap the pass wants. A record that could not be read is left out, so
+// that merging keeps the live one: overwriting it with an empty record would make the engine forget the
+// primary.
+func (s *scope) desiredConfigMap(rep *v1alpha1.ReplicationReport) (*corev1.ConfigMap, error) {
+	cm, err := reportConfigMap(s.sts, rep, s.rec)
+	if err != nil {
+		return nil, err
+	}
+	if s.recErr != nil {
+		delete(cm.Data, v1alpha1.ReplicationRecordKey)
+	}
+	return cm, nil
 }
 
 // loadConfigMap returns the report ConfigMap, nil when there is none. It reads the cache when the cache holds

@@ -238,3 +238,20 @@ func TestReportConfigMapIsANoOpWhenNothingChanged(t *testing.T) {
 	_, err = readRecord(next)
 	g.Expect(err).To(MatchError(ContainSubstring("will not act without it")))
 }
+
+func TestAnUnreadableRecordIsLeftAsItIs(t *testing.T) {
+	g := NewWithT(t)
+	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+	live, err := reportConfigMap(sts, nil, clustering.Record{})
+	g.Expect(err).NotTo(HaveOccurred())
+	live.Data[v1alpha1.ReplicationRecordKey] = `{"primary":"two"}`
+	s := &scope{sts: sts, cm: live}
+	s.rec, s.recErr = readRecord(live)
+	g.Expect(s.recErr).To(HaveOccurred())
+	rep := unobservedReport(nil, s.recErr)
+	desired, err := s.desiredConfigMap(&rep)
+	g.Expect(err).NotTo(HaveOccurred())
+	next := merged(live, desired)
+	g.Expect(next.Data[v1alpha1.ReplicationRecordKey]).To(Equal(`{"primary":"two"}`))
+	g.Expect(readReport(next)).To(Equal(&rep))
+}
