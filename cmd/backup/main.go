@@ -1,0 +1,246 @@
+// Command mysqlfleet-backup takes, lists, prunes and restores backups of a MySQL or MariaDB server (package
+// internal/backup). It is a static binary that the backup Job's init container copies from the mysqlfleet image
+// into the database image, where it runs that image's dump tool and client.
+//
+// Usage:
+//
+//	mysqlfleet-backup backup  [flags]   dump the server into the target, then keep the newest --retention
+//	mysqlfleet-backup restore [flags]   load a backup (--name, default the newest) into the server
+//	mysqlfleet-backup list    [flags]   print the complete backups, newest first (--output table|json)
+//	mysqlfleet-backup prune   [flags]   keep the newest --retention backups, delete the others
+//
+// Every flag has an environment variable, which the flag overrides:
+//
+//	--engine      BACKUP_ENGINE      MySQL or MariaDB (default MariaDB)
+//	--host        MYSQL_HOST         server address; --port MYSQL_PORT (default 3306)
+//	--socket      MYSQL_SOCKET       Unix socket, instead of host and port
+//	--user        MYSQL_USER         (default root)
+//	              MYSQL_PWD          the password, or --password-file MYSQL_PASSWORD_FILE naming a file with it;
+//	                                 handed to the tool in a private option file, never on its command line
+//	--tool        BACKUP_TOOL        the dump tool (backup) or client (restore); default the engine's on PATH
+//	--target      BACKUP_TARGET      dir, s3, gcs or azblob
+//	--dir         BACKUP_DIR         directory of the dir target (the backup PVC's mount)
+//	--bucket      BACKUP_BUCKET      S3 or GCS bucket; --container BACKUP_CONTAINER for Azure
+//	--prefix      BACKUP_PREFIX      key prefix in the bucket or container (member/namespace/name)
+//	--endpoint    BACKUP_ENDPOINT    S3-compatible service URL, GCS emulator URL, or Azure account URL
+//	--gcs-anonymous BACKUP_GCS_ANONYMOUS  send no credentials (an emulator)
+//	--cluster     BACKUP_NAME        MySQLCluster recorded in the manifest; --namespace POD_NAMESPACE
+//	--member      BACKUP_MEMBER      member cluster recorded in the manifest; --pod POD_NAME (the dumped Pod)
+//	--retention   BACKUP_RETENTION   backups to keep (backup, prune); 0 with backup keeps all
+//	--name        BACKUP_RESTORE_NAME backup to restore (restore)
+//	--output      BACKUP_OUTPUT      table or json (list)
+//
+// Store credentials are read by the clouds' SDKs from the environment or files; see internal/backup.
+//
+// backup prints the new backup's manifest as JSON on standard output; the exit status is 0 only when the
+// manifest was written (and, with --retention, the prune succeeded).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/backup"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		_, _ = fmt.Fprintln(os.Stderr, "mysqlfleet-backup:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = "usage: mysqlfleet-backup backup|restore|list|prune [flags] (-h for the flags)"
+
+type options struct {
+	engine, host, socket, user, passwordFile, tool string
+	port                                           int
+	store                                          backup.StoreConfig
+	cluster, namespace, member, pod                string
+	retention                                      int
+	name, output                                   string
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.engine, "engine", env("BACKUP_ENGINE", string(mysql.MariaDB)), "MySQL or MariaDB")
+	fs.StringVar(&o.host, "host", env("MYSQL_HOST", ""), "server address")
+	fs.IntVar(&o.port, "port", envInt("MYSQL_PORT", 3306), "server port")
+	fs.StringVar(&o.socket, "socket", env("MYSQL_SOCKET", ""), "server Unix socket, instead of host and port")
+	fs.StringVar(&o.user, "user", env("MYSQL_USER", "root"), "database user")
+	fs.StringVar(&o.passwordFile, "password-file", env("MYSQL_PASSWORD_FILE", ""), "file holding the password (else $MYSQL_PWD)")
+	fs.StringVar(&o.tool, "tool", env("BACKUP_TOOL", ""), "dump tool or client binary (default: the engine's on PATH)")
+	fs.StringVar(&o.store.Target, "target", env("BACKUP_TARGET", ""), "dir, s3, gcs or azblob")
+	fs.StringVar(&o.store.Dir, "dir", env("BACKUP_DIR", ""), "directory of the dir target")
+	fs.StringVar(&o.store.Bucket, "bucket", env("BACKUP_BUCKET", ""), "S3 or GCS bucket")
+	fs.StringVar(&o.store.Container, "container", env("BACKUP_CONTAINER", ""), "Azure Blob container")
+	fs.StringVar(&o.store.Prefix, "prefix", env("BACKUP_PREFIX", ""), "key prefix in the bucket or container")
+	fs.StringVar(&o.store.Endpoint, "endpoint", env("BACKUP_ENDPOINT", ""), "service URL override")
+	fs.BoolVar(&o.store.GCS.Anonymous, "gcs-anonymous", env("BACKUP_GCS_ANONYMOUS", "") == "true", "send no credentials to GCS (an emulator)")
+	fs.StringVar(&o.cluster, "cluster", env("BACKUP_NAME", ""), "MySQLCluster, recorded in the manifest")
+	fs.StringVar(&o.namespace, "namespace", env("POD_NAMESPACE", ""), "namespace, recorded in the manifest")
+	fs.StringVar(&o.member, "member", env("BACKUP_MEMBER", ""), "member cluster, recorded in the manifest")
+	fs.StringVar(&o.pod, "pod", env("POD_NAME", ""), "the dumped Pod, recorded in the manifest")
+	fs.IntVar(&o.retention, "retention", envInt("BACKUP_RETENTION", 0), "backups to keep")
+	fs.StringVar(&o.name, "name", env("BACKUP_RESTORE_NAME", ""), "backup to restore (default: the newest)")
+	fs.StringVar(&o.output, "output", env("BACKUP_OUTPUT", "table"), "table or json")
+}
+
+func (o *options) source() (backup.Source, error) {
+	f, err := mysql.FlavorFor(mysql.Engine(o.engine))
+	if err != nil {
+		return backup.Source{}, err
+	}
+	password := os.Getenv("MYSQL_PWD")
+	if o.passwordFile != "" {
+		b, err := os.ReadFile(o.passwordFile)
+		if err != nil {
+			return backup.Source{}, fmt.Errorf("failed to read the password: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	conn := mysql.DumpOptions{Path: o.tool, User: o.user, Socket: o.socket}
+	if o.socket == "" {
+		if o.host == "" {
+			return backup.Source{}, errors.New("no server: set --host (MYSQL_HOST) or --socket (MYSQL_SOCKET)")
+		}
+		conn.Host, conn.Port = o.host, o.port
+	}
+	return backup.Source{Flavor: f, Conn: conn, Password: password}, nil
+}
+
+func (o *options) azure() {
+	o.store.Azure.ConnectionString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	o.store.Azure.AccountName = os.Getenv("AZURE_STORAGE_ACCOUNT")
+	o.store.Azure.AccountKey = os.Getenv("AZURE_STORAGE_KEY")
+	o.store.Azure.SASToken = os.Getenv("AZURE_STORAGE_SAS_TOKEN")
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet("mysqlfleet-backup "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	o.register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v; %s", fs.Args(), usage)
+	}
+	switch cmd {
+	case "backup", "restore", "list", "prune":
+	default:
+		return fmt.Errorf("unknown command %q; %s", cmd, usage)
+	}
+	o.azure()
+	store, closer, err := backup.OpenStore(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closer.Close() }()
+
+	switch cmd {
+	case "backup":
+		src, err := o.source()
+		if err != nil {
+			return err
+		}
+		m, err := backup.Run(ctx, backup.Options{Source: src, Store: store, Cluster: o.cluster,
+			Namespace: o.namespace, Member: o.member, Pod: o.pod, Stderr: stderr})
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(stderr, "Backup %s stored in %s: %d bytes, GTID position %s, %s\n", m.Name, store, m.Size,
+			m.GTIDPosition, time.Duration(m.DurationSeconds*float64(time.Second)).Round(time.Millisecond))
+		if err := printJSON(stdout, m); err != nil {
+			return err
+		}
+		if o.retention > 0 {
+			return prune(ctx, store, o.retention, stderr)
+		}
+		return nil
+	case "restore":
+		src, err := o.source()
+		if err != nil {
+			return err
+		}
+		m, err := backup.Restore(ctx, backup.RestoreOptions{Target: src, Store: store, Name: o.name, Stdout: stderr})
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(stderr, "Restored backup %s from %s (GTID position %s)\n", m.Name, store, m.GTIDPosition)
+		return nil
+	case "list":
+		backups, err := backup.List(ctx, store)
+		if err != nil && len(backups) == 0 {
+			return err
+		}
+		if err != nil {
+			_, _ = fmt.Fprintln(stderr, "Some manifests could not be read:", err)
+		}
+		if o.output == "json" {
+			if backups == nil {
+				backups = []backup.Manifest{}
+			}
+			return printJSON(stdout, backups)
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		_, _ = fmt.Fprintln(w, "NAME\tTIME\tMEMBER\tPOD\tSIZE\tDURATION\tGTID")
+		for _, m := range backups {
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%.1fs\t%s\n", m.Name, m.StartTime.Format(time.RFC3339), m.Member,
+				m.Pod, m.Size, m.DurationSeconds, m.GTIDPosition)
+		}
+		return w.Flush()
+	default: // prune
+		if o.retention < 1 {
+			return errors.New("prune needs --retention (BACKUP_RETENTION) of at least 1")
+		}
+		return prune(ctx, store, o.retention, stderr)
+	}
+}
+
+func prune(ctx context.Context, store backup.Store, keep int, log io.Writer) error {
+	deleted, err := backup.Prune(ctx, store, keep)
+	for _, m := range deleted {
+		_, _ = fmt.Fprintf(log, "Deleted backup %s\n", m.Name)
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

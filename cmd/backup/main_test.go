@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/backup"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+)
+
+// TestCommands runs the subcommands as a backup Job and a restore would, against real mariadbd servers and a
+// directory target (the stores themselves are tested in internal/backup).
+func TestCommands(t *testing.T) {
+	ctx := context.Background()
+	src := mysqltest.Start(t)
+	db := src.OpenRoot()
+	for _, q := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO app.t VALUES (1, 'one'), (2, 'two')"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "backups")
+	t.Setenv("BACKUP_TARGET", "dir")
+	t.Setenv("BACKUP_DIR", dir)
+	t.Setenv("MYSQL_PWD", "")
+
+	cmd := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, &out, &errOut)
+		if err != nil {
+			t.Logf("%v: %s", args, errOut.String())
+		}
+		return out.String(), err
+	}
+	var names []string
+	for range 3 {
+		out, err := cmd("backup", "--socket", src.Socket, "--member", "eu-1", "--pod", "db-1", "--retention", "2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m backup.Manifest
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("backup printed %q: %v", out, err)
+		}
+		if m.Member != "eu-1" || m.Pod != "db-1" || m.GTIDPosition == "" {
+			t.Errorf("manifest %+v", m)
+		}
+		names = append(names, m.Name)
+	}
+	out, err := cmd("list", "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []backup.Manifest
+	if err := json.Unmarshal([]byte(out), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 || listed[0].Name != names[2] || listed[1].Name != names[1] {
+		t.Errorf("after three backups with --retention 2, listed %+v, want %v", listed, names[1:])
+	}
+	if out, err := cmd("list"); err != nil || !strings.Contains(out, names[2]) || strings.Contains(out, names[0]) {
+		t.Errorf("list printed %q, %v", out, err)
+	}
+
+	fresh := mysqltest.Start(t)
+	if _, err := cmd("restore", "--socket", fresh.Socket, "--name", names[1]); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := fresh.OpenRoot().QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM app.t").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "one,two" {
+		t.Errorf("restored %q", got)
+	}
+	if _, err := cmd("prune", "--retention", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd("restore", "--socket", fresh.Socket, "--name", names[1]); err == nil {
+		t.Error("restored a pruned backup")
+	}
+	if _, err := cmd("backup", "--target", "tape"); err == nil || !strings.Contains(err.Error(), "tape") {
+		t.Errorf("an unknown target: %v", err)
+	}
+}

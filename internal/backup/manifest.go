@@ -1,0 +1,190 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+)
+
+// Manifest describes one complete backup. It is written after the data object, so its presence is what makes a
+// backup exist: listing, retention and restore read manifests only.
+type Manifest struct {
+	// FormatVersion is the manifest's format; readers refuse a newer one.
+	FormatVersion int `json:"formatVersion"`
+	// Name identifies the backup in its store: the start time, UTC, to the millisecond.
+	Name string `json:"name"`
+	// Object is the key of the data object, a gzip-compressed SQL dump.
+	Object string `json:"object"`
+	// StartTime is when the dump started, EndTime when the data object was stored.
+	StartTime time.Time `json:"startTime"`
+	EndTime   time.Time `json:"endTime"`
+	// DurationSeconds is EndTime - StartTime.
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Engine is MySQL or MariaDB; ServerVersion the dumped server's version as the dump tool reports it.
+	Engine        mysql.Engine `json:"engine"`
+	ServerVersion string       `json:"serverVersion,omitempty"`
+	// GTIDPosition is the GTID set of the dump's snapshot, in the engine's notation: what a server restored
+	// from it has applied.
+	GTIDPosition string `json:"gtidPosition"`
+	// Cluster and Namespace name the MySQLCluster; Member the member cluster; Pod the database Pod dumped from
+	// and Host the address the dump tool connected to.
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Member    string `json:"member,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Host      string `json:"host,omitempty"`
+	// Size is the data object's size in bytes (compressed), DumpSize the SQL dump's.
+	Size     int64 `json:"size"`
+	DumpSize int64 `json:"dumpSize"`
+	// SHA256 is the hex SHA-256 of the data object, computed on the stream as it was uploaded.
+	SHA256 string `json:"sha256"`
+	// Compression is how the dump is compressed: gzip.
+	Compression string `json:"compression"`
+}
+
+const (
+	formatVersion   = 1
+	manifestSuffix  = ".manifest.json"
+	dataSuffix      = ".sql.gz"
+	nameTimeLayout  = "20060102T150405.000Z"
+	compressionGzip = "gzip"
+)
+
+// backupName is the name of a backup started at t; names sort as their start times do.
+func backupName(t time.Time) string {
+	return strings.Replace(t.UTC().Format(nameTimeLayout), ".", "", 1)
+}
+
+func manifestKey(name string) string { return name + manifestSuffix }
+func dataKey(name string) string     { return name + dataSuffix }
+
+func (m *Manifest) validate() error {
+	switch {
+	case m.FormatVersion < 1 || m.FormatVersion > formatVersion:
+		return fmt.Errorf("manifest format %d is not one this program reads (1 to %d)", m.FormatVersion, formatVersion)
+	case m.Name == "" || m.Object == "":
+		return errors.New("manifest without a name or object")
+	case len(m.SHA256) != 64:
+		return fmt.Errorf("manifest with an invalid sha256 %q", m.SHA256)
+	case m.Compression != compressionGzip:
+		return fmt.Errorf("manifest with unknown compression %q", m.Compression)
+	}
+	return nil
+}
+
+func writeManifest(ctx context.Context, s Store, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return s.Put(ctx, manifestKey(m.Name), bytes.NewReader(append(b, '\n')))
+}
+
+// ReadManifest reads the manifest of the backup name.
+func ReadManifest(ctx context.Context, s Store, name string) (*Manifest, error) {
+	return readManifest(ctx, s, manifestKey(name))
+}
+
+func readManifest(ctx context.Context, s Store, key string) (*Manifest, error) {
+	r, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	var m Manifest
+	// A manifest is small; a big one is not ours.
+	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("failed to read manifest %s in %s: %w", key, s, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("manifest %s in %s: %w", key, s, err)
+	}
+	return &m, nil
+}
+
+// List returns the complete backups in a store, newest first: those with a manifest. A data object without one
+// (an upload cut short, or a backup still running) is not a backup and is not listed.
+func List(ctx context.Context, s Store) ([]Manifest, error) {
+	keys, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	var errs []error
+	for _, k := range keys {
+		if !strings.HasSuffix(k, manifestSuffix) || strings.Contains(k, "/") {
+			continue
+		}
+		m, err := readManifest(ctx, s, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Manifest) int {
+		if c := b.StartTime.Compare(a.StartTime); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
+	return out, errors.Join(errs...)
+}
+
+// Prune keeps the newest keep backups and deletes the others, and deletes data objects that have no manifest
+// and are older than the newest backup (abandoned uploads; a newer one may be a backup in progress). It deletes
+// a backup's manifest before its data, so that a prune cut short never leaves a listed backup without data.
+// It returns the backups it deleted. An unreadable manifest stops it: it would not know what it deletes.
+func Prune(ctx context.Context, s Store, keep int) ([]Manifest, error) {
+	if keep < 1 {
+		return nil, fmt.Errorf("retention must keep at least one backup, not %d", keep)
+	}
+	backups, err := List(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("not pruning %s: %w", s, err)
+	}
+	keys, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []Manifest
+	var errs []error
+	if len(backups) > keep {
+		for _, m := range backups[keep:] {
+			if err := s.Delete(ctx, manifestKey(m.Name)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := s.Delete(ctx, m.Object); err != nil {
+				errs = append(errs, err)
+			}
+			deleted = append(deleted, m)
+		}
+	}
+	if len(backups) > 0 {
+		listed := map[string]bool{}
+		for _, m := range backups {
+			listed[m.Object] = true
+		}
+		newest := backups[0].Name
+		for _, k := range keys {
+			name, ok := strings.CutSuffix(k, dataSuffix)
+			if !ok || listed[k] || strings.Contains(k, "/") || name >= newest {
+				continue
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
