@@ -13,8 +13,8 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout=40m
 IMG ?= mysqlfleet/manager:dev
 
 # Binaries a test run needs: control planes for hub and members, kwok for fake nodes, promtool for the chart's
-# alert tests.
-TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl promtool
+# alert tests, an S3 server (versitygw) and a GCS emulator (fake-gcs-server) for the backup tests.
+TEST_TOOLS := kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl promtool versitygw fake-gcs-server
 
 .DEFAULT_GOAL := help
 
@@ -88,9 +88,10 @@ helm-lint: ## Lint and render the chart with the pinned helm (go test ./charts/.
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager and the CLI into ./bin.
+build: ## Build the manager, the CLI and the backup runner into ./bin.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet-backup ./cmd/backup
 
 .PHONY: run
 run: build ## Run the manager against the hub in $KUBECONFIG.

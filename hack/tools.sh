@@ -5,7 +5,7 @@
 #
 # Usage: hack/tools.sh [tool ...]   (no argument: every tool)
 # Tools: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm controller-gen
-#        kind ginkgo golangci-lint promtool
+#        kind ginkgo golangci-lint promtool versitygw fake-gcs-server
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,6 +125,18 @@ build_promtool() {
 
 link() { ln -sf "$1" "$bin/$(basename "$1")"; }
 
+# build_object_store builds the object-store servers that internal/backup's tests run as processes: versitygw,
+# an S3 gateway whose posix backend keeps buckets as directories, and fake-gcs-server, an emulator of the GCS
+# JSON API. Both are plain `go install`s of a pinned version, cached by version like every tool.
+build_object_store() {
+  case $1 in
+    versitygw) go_install versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw &&
+      link "$cache/versitygw-$VERSITYGW_VERSION/versitygw" ;;
+    fake-gcs-server) go_install fake-gcs-server "$FAKE_GCS_SERVER_VERSION" github.com/fsouza/fake-gcs-server &&
+      link "$cache/fake-gcs-server-$FAKE_GCS_SERVER_VERSION/fake-gcs-server" ;;
+  esac
+}
+
 # kwok_stages writes the stage definitions that make fake nodes Ready and fake Pods run, become Ready, complete
 # and go away, taken from the kwok module of the pinned version.
 kwok_stages() {
@@ -141,7 +153,7 @@ kwok_stages() {
 
 tools=("$@")
 ((${#tools[@]})) || tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm
-  controller-gen kind ginkgo golangci-lint promtool)
+  controller-gen kind ginkgo golangci-lint promtool versitygw fake-gcs-server)
 
 kube=()
 for t in "${tools[@]}"; do
@@ -170,6 +182,7 @@ for t in "${tools[@]}"; do
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint &&
       link "$cache/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint" ;;
     promtool) build_promtool && link "$cache/promtool-$PROMETHEUS_VERSION/promtool" ;;
+    versitygw | fake-gcs-server) build_object_store "$t" ;;
     *) log "unknown tool $t"; exit 2 ;;
   esac
 done
