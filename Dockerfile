@@ -1,4 +1,6 @@
-# The manager image: one static binary on an empty base (FROM scratch plus CA certificates), run as 65532.
+# The manager image: static binaries on an empty base (FROM scratch plus CA certificates), run as 65532: the
+# manager (the entrypoint) and /mysqlfleet-backup, the backup runner, which a backup Job's init container copies
+# into the database image (it is static, so it runs on any Linux image) to run that image's dump tool.
 #
 #   docker build -t mysqlfleet/manager:dev .
 #       compiles the manager in GO_IMAGE; needs GO_IMAGE locally or from a registry.
@@ -15,7 +17,8 @@
 ARG GO_IMAGE=golang:1.26
 ARG BASE_IMAGE=scratch
 
-# The manager compiled on the host: _out/docker/rootfs holds /manager and /etc/ssl/certs/ca-certificates.crt.
+# The binaries compiled on the host: _out/docker/rootfs holds /manager, /mysqlfleet-backup and
+# /etc/ssl/certs/ca-certificates.crt.
 FROM ${BASE_IMAGE} AS prebuilt
 COPY _out/docker/rootfs/ /
 USER 65532:65532
@@ -32,10 +35,13 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/mysqlfleet-backup ./cmd/backup
 
 FROM ${BASE_IMAGE} AS manager
 COPY --from=builder /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=builder /out/manager /manager
+COPY --from=builder /out/mysqlfleet-backup /mysqlfleet-backup
 USER 65532:65532
 HEALTHCHECK --interval=30s --timeout=10s CMD ["/manager", "--probe=http://127.0.0.1:8081/healthz"]
 ENTRYPOINT ["/manager"]
