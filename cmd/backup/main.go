@@ -11,7 +11,7 @@
 //
 // Every flag has an environment variable, which the flag overrides:
 //
-//	--engine      BACKUP_ENGINE      MySQL or MariaDB (default MariaDB)
+//	--engine      BACKUP_ENGINE      MySQL or MariaDB (required by backup and restore)
 //	--host        MYSQL_HOST         server address; --port MYSQL_PORT (default 3306)
 //	--socket      MYSQL_SOCKET       Unix socket, instead of host and port
 //	--user        MYSQL_USER         (default root)
@@ -25,7 +25,8 @@
 //	--endpoint    BACKUP_ENDPOINT    S3-compatible service URL, GCS emulator URL, or Azure account URL
 //	--gcs-anonymous BACKUP_GCS_ANONYMOUS  send no credentials (an emulator)
 //	--cluster     BACKUP_NAME        MySQLCluster recorded in the manifest; --namespace POD_NAMESPACE
-//	--member      BACKUP_MEMBER      member cluster recorded in the manifest; --pod POD_NAME (the dumped Pod)
+//	--member      BACKUP_MEMBER      member cluster recorded in the manifest
+//	--pod         BACKUP_SOURCE_POD  the database Pod dumped (not the Job's own Pod), recorded in the manifest
 //	--retention   BACKUP_RETENTION   backups to keep (backup, prune); 0 with backup keeps all
 //	--name        BACKUP_RESTORE_NAME backup to restore (restore)
 //	--output      BACKUP_OUTPUT      table or json (list)
@@ -91,7 +92,7 @@ func envInt(key string, def int) int {
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.engine, "engine", env("BACKUP_ENGINE", string(mysql.MariaDB)), "MySQL or MariaDB")
+	fs.StringVar(&o.engine, "engine", env("BACKUP_ENGINE", ""), "MySQL or MariaDB (backup, restore)")
 	fs.StringVar(&o.host, "host", env("MYSQL_HOST", ""), "server address")
 	fs.IntVar(&o.port, "port", envInt("MYSQL_PORT", 3306), "server port")
 	fs.StringVar(&o.socket, "socket", env("MYSQL_SOCKET", ""), "server Unix socket, instead of host and port")
@@ -108,7 +109,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cluster, "cluster", env("BACKUP_NAME", ""), "MySQLCluster, recorded in the manifest")
 	fs.StringVar(&o.namespace, "namespace", env("POD_NAMESPACE", ""), "namespace, recorded in the manifest")
 	fs.StringVar(&o.member, "member", env("BACKUP_MEMBER", ""), "member cluster, recorded in the manifest")
-	fs.StringVar(&o.pod, "pod", env("POD_NAME", ""), "the dumped Pod, recorded in the manifest")
+	fs.StringVar(&o.pod, "pod", env("BACKUP_SOURCE_POD", ""), "the dumped database Pod, recorded in the manifest")
 	fs.IntVar(&o.retention, "retention", envInt("BACKUP_RETENTION", 0), "backups to keep")
 	fs.StringVar(&o.name, "name", env("BACKUP_RESTORE_NAME", ""), "backup to restore (default: the newest)")
 	fs.StringVar(&o.output, "output", env("BACKUP_OUTPUT", "table"), "table or json")

@@ -28,6 +28,7 @@ func TestCommands(t *testing.T) {
 	t.Setenv("BACKUP_TARGET", "dir")
 	t.Setenv("BACKUP_DIR", dir)
 	t.Setenv("MYSQL_PWD", "")
+	t.Setenv("BACKUP_ENGINE", "MariaDB")
 
 	cmd := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
@@ -86,5 +87,8 @@ func TestCommands(t *testing.T) {
 	}
 	if _, err := cmd("backup", "--target", "tape"); err == nil || !strings.Contains(err.Error(), "tape") {
 		t.Errorf("an unknown target: %v", err)
+	}
+	if _, err := cmd("backup", "--socket", src.Socket, "--engine", ""); err == nil {
+		t.Error("a backup without an engine ran")
 	}
 }
