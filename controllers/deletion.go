@@ -98,8 +98,8 @@ type teardownResult struct {
 	unreachable bool
 }
 
-// teardownMembers tears the MySQLCluster down in the given members at once, each bounded by MemberTimeout and
-// stopped as soon as its member is found unreachable. A member that is registering (a new kubeconfig, say) is
+// teardownMembers tears the MySQLCluster down in the given members at once, each request bounded by the fleet's
+// request timeout and all of it stopped as soon as its member is found unreachable. A member that is registering (a new kubeconfig, say) is
 // not done: it is waited for, never skipped.
 func (r *MySQLClusterReconciler) teardownMembers(ctx context.Context, c *v1alpha1.MySQLCluster, states []fleet.State,
 	deleteVolumes bool) []teardownResult {

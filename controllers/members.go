@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -107,10 +106,12 @@ func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope)
 	}
 }
 
-// memberContext bounds the work in one member by MemberTimeout, and ends it as soon as the registry finds the
-// member unreachable, instead of letting it wait out the deadline.
+// memberContext ends the work in one member as soon as the registry finds the member unreachable, instead of
+// letting each request wait out its own deadline. It sets no deadline of its own: a request's deadline starts
+// when it is sent (the fleet bounds the requests outstanding against a member, and a pass may wait its turn
+// behind others without being counted late), so a pass is only as long as its own requests.
 func (r *MySQLClusterReconciler) memberContext(ctx context.Context, m fleet.State) (context.Context, context.CancelFunc) {
-	mctx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
+	mctx, cancel := context.WithCancel(ctx)
 	if m.Alive != nil {
 		stop := context.AfterFunc(m.Alive, cancel)
 		cancelBoth := cancel
@@ -521,28 +522,23 @@ func previousMember(before *v1alpha1.MySQLClusterStatus, name string) v1alpha1.M
 // applyInWaves applies a member's objects in three waves, each concurrently: the Namespace; then what the
 // workloads use (credentials, configuration, Services, disruption budget, backup volume); then the StatefulSet
 // and the backup CronJob. Within a wave nothing depends on anything else, and concurrency is what makes a member's
-// objects land in one round trip instead of nine. Each wave gets a third of what is left of the member's time, so
-// that a member whose connections hang is found out, and reported unreachable, early in the pass.
+// objects land in one round trip instead of nine; the fleet's in-flight bound keeps many passes' waves from
+// piling into the member's queue.
 func applyInWaves(ctx context.Context, a apply.Applier, objs *render.Objects) ([]apply.Result, error) {
 	all := objs.All()
 	results := make([]apply.Result, len(all))
-	wave := func(idx []int, share time.Duration) error {
-		wctx := ctx
-		if share > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, share)
-			defer cancel()
-		}
+	wave := func(idx []int) error {
 		errs := make([]error, len(idx))
 		var wg sync.WaitGroup
 		for j, i := range idx {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := a.Apply(wctx, all[i])
+				res, err := a.Apply(ctx, all[i])
 				results[i] = res
 				if err != nil && res.Action != apply.ActionConflict {
 					applies.WithLabelValues(memberOf(ctx), res.Kind, "error").Inc()
+					applyErrors.WithLabelValues(memberOf(ctx), errorReason(err)).Inc()
 				}
 				if err != nil {
 					errs[j] = fmt.Errorf("failed to apply %s %s: %w", res.Kind, res.Name, err)
@@ -563,13 +559,8 @@ func applyInWaves(ctx context.Context, a apply.Applier, objs *render.Objects) ([
 			second = append(second, i)
 		}
 	}
-	waves := [][]int{first, second, third}
-	for n, w := range waves {
-		var share time.Duration
-		if deadline, ok := ctx.Deadline(); ok {
-			share = time.Until(deadline) / time.Duration(len(waves)-n)
-		}
-		if err := wave(w, share); err != nil {
+	for _, w := range [][]int{first, second, third} {
+		if err := wave(w); err != nil {
 			return results, err
 		}
 	}

@@ -1,7 +1,11 @@
 package controllers
 
 import (
+	"context"
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -18,6 +22,11 @@ var (
 		Help: "Server-side applies sent to a member, by kind and action (Create, Update, error). Unchanged objects are not sent.",
 	}, []string{"member", "kind", "action"})
 
+	applyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mysqlfleet_member_apply_errors_total",
+		Help: "Server-side applies to a member that failed, by cause: deadline, canceled, conflict, invalid, forbidden, throttled, unreachable or other.",
+	}, []string{"member", "reason"})
+
 	clusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mysqlfleet_cluster_phase",
 		Help: "1 for the MySQLCluster's current status.phase, 0 for each other phase.",
@@ -30,7 +39,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseProgressing, 
 	v1alpha1.PhaseDegraded, v1alpha1.PhasePaused, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDeleting}
 
 func init() {
-	metrics.Registry.MustRegister(memberReconciles, applies, clusterPhase)
+	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase)
 }
 
 // reportPhase sets the MySQLCluster's phase series. The labels are not namespace and name: the ServiceMonitor's
@@ -48,4 +57,26 @@ func reportPhase(c *v1alpha1.MySQLCluster, phase v1alpha1.Phase) {
 // forgetPhase drops the series of a MySQLCluster that is gone.
 func forgetPhase(key types.NamespacedName) {
 	clusterPhase.DeletePartialMatch(prometheus.Labels{"cluster_namespace": key.Namespace, "cluster_name": key.Name})
+}
+
+// errorReason sorts a failed apply by cause, so that rework (a request that ran out of time, or was given up)
+// is told from refusals (an invalid object, a field owned by someone else, a credential without the verb).
+func errorReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		return "deadline"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case apierrors.IsConflict(err):
+		return "conflict"
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return "invalid"
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return "forbidden"
+	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err):
+		return "throttled"
+	case isUnreachable(err):
+		return "unreachable"
+	}
+	return "other"
 }

@@ -59,9 +59,6 @@ type MySQLClusterReconciler struct {
 	Recorder events.EventRecorder
 	// Namespace is the manager's namespace, which keeps the generated credentials on the hub.
 	Namespace string
-	// MemberTimeout bounds the work in one member during one reconcile, so that a slow member delays neither
-	// the others nor the status. Default 15s.
-	MemberTimeout time.Duration
 	// DeletionTimeout is how long deletion waits for unreachable members before the MySQLCluster is released
 	// and their leftovers recorded. Default 5m.
 	DeletionTimeout time.Duration
@@ -85,9 +82,6 @@ type MySQLClusterReconciler struct {
 // SetupWithManager registers the reconciler. It reconciles MySQLClusters on the hub only; objects in members
 // map back to their MySQLCluster by the labels every member object carries.
 func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
-	if r.MemberTimeout == 0 {
-		r.MemberTimeout = 15 * time.Second
-	}
 	if r.DeletionTimeout == 0 {
 		r.DeletionTimeout = 5 * time.Minute
 	}

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
@@ -40,7 +41,8 @@ func main() {
 	flag.IntVar(&o.Kubeconfig.Burst, "member-burst", kubeconfig.DefaultBurst, "burst of queries to each member")
 	flag.DurationVar(&o.MemberSyncTimeout, "member-sync-timeout", 20*time.Second, "how long a registering member has to answer before it is retried with backoff")
 	flag.DurationVar(&o.MemberHealthInterval, "member-health-interval", 10*time.Second, "how often each member's /readyz is probed, so that an unreachable member is reported without waiting for a change")
-	flag.DurationVar(&o.MemberTimeout, "member-timeout", 15*time.Second, "bound on one reconcile's work in one member")
+	flag.DurationVar(&o.MemberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "bound on one request to a member, counted from when it is sent (not while it waits for one of the member's in-flight slots)")
+	flag.IntVar(&o.MemberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "requests the manager keeps outstanding against one member API server at most (watches excluded); the rest wait in the manager")
 	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
 	probe := flag.String("probe", "", "GET this URL and exit, with 0 if it answers 200 OK and 1 otherwise: the health check of the image, which has no shell")
 	zapOpts := zap.Options{}

@@ -24,8 +24,23 @@ var memberTokenExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "When the token of the member's registration expires, in seconds since the Unix epoch, from its mysqlfleet.io/token-expiration annotation.",
 }, []string{"member"})
 
+// requestConcurrency is how many requests the manager had outstanding against the member, this one included,
+// each time it sent one: it never goes past the member's bound (--member-max-in-flight).
+var requestConcurrency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "mysqlfleet_member_request_concurrency",
+	Help:    "Requests the manager had outstanding against the member, this one included, when it sent a request (watches excluded).",
+	Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+}, []string{"member"})
+
+// requestWait is how long requests waited for one of the member's slots before they were sent.
+var requestWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "mysqlfleet_member_request_wait_seconds",
+	Help:    "How long a request to the member waited for one of its in-flight slots before it was sent.",
+	Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30},
+}, []string{"member"})
+
 func init() {
-	metrics.Registry.MustRegister(memberReachable, memberTokenExpiration)
+	metrics.Registry.MustRegister(memberReachable, memberTokenExpiration, requestConcurrency, requestWait)
 }
 
 // reportToken sets the member's token expiry from its registration Secret, or drops it when the Secret has no
@@ -59,4 +74,6 @@ func (p *Provider) report(name string, m *member) {
 func forget(name string) {
 	memberReachable.DeleteLabelValues(name)
 	memberTokenExpiration.DeleteLabelValues(name)
+	requestConcurrency.DeleteLabelValues(name)
+	requestWait.DeleteLabelValues(name)
 }

@@ -62,6 +62,12 @@ type Options struct {
 	// HealthInterval is how often every engaged member's /readyz is probed. A member that stops answering
 	// sends no events, so without the probe nothing would notice it until the next change. Default 10s.
 	HealthInterval time.Duration
+	// MaxInFlight bounds the requests the manager has outstanding against one member API server (watches
+	// excluded); the rest wait in the manager for a slot. Default DefaultMaxInFlight.
+	MaxInFlight int
+	// RequestTimeout bounds one request to a member, counted from when it has a slot; zero means no bound but
+	// the caller's. Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.
 	OnChange func(member string)
@@ -131,6 +137,15 @@ var (
 	ErrRefused = errors.New("member registration refused")
 )
 
+const (
+	// DefaultMaxInFlight is as many requests per member as the Go server-side apply floor of the benchmark keeps
+	// outstanding (its workers per member): enough for one MySQLCluster's objects to land in one round trip,
+	// and few enough that a burst of reconciles waits in the manager, not in the member's API server queue.
+	DefaultMaxInFlight = 8
+	// DefaultRequestTimeout bounds one request once it is sent.
+	DefaultRequestTimeout = 15 * time.Second
+)
+
 // New returns a provider; SetupWithManager wires it.
 func New(opts Options) *Provider {
 	if opts.SyncTimeout == 0 {
@@ -141,6 +156,12 @@ func New(opts Options) *Provider {
 	}
 	if opts.HealthInterval == 0 {
 		opts.HealthInterval = 10 * time.Second
+	}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	return &Provider{opts: opts, log: ctrl.Log.WithName("fleet"), members: map[string]*member{},
 		newCluster: cluster.New, retries: make(chan event.GenericEvent, 64)}

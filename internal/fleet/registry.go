@@ -38,7 +38,10 @@ type member struct {
 	health rest.Interface
 	// traffic sees the requests of the member's cluster; probing is true while a probe of it is under way, and
 	// probedAt is when the last one ended.
-	traffic  *traffic
+	traffic *traffic
+	// limit bounds the requests outstanding against the member; it outlives re-registrations, so that an old
+	// cluster's requests still draining and a new one's share the bound.
+	limit    *inflight
 	probing  bool
 	probedAt time.Time
 	// attempted is true once a registration of the current Secret finished, whatever its outcome.
@@ -80,7 +83,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	p.mu.Lock()
 	m, exists := p.members[name]
 	if !exists {
-		m = &member{}
+		m = &member{limit: newInflight(name, p.opts.MaxInFlight, p.opts.RequestTimeout)}
 		p.members[name] = m
 	}
 	factsChanged := !equalMember(m.facts, facts) || (m.factErr == nil) != (factErr == nil)
@@ -111,7 +114,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		p.changed(name)
 		return ctrl.Result{}, nil // nothing to retry until the Secret changes
 	}
-	if err := p.engage(ctx, name, hashStr, cfg, facts.Namespaces, log); err != nil {
+	if err := p.engage(ctx, name, hashStr, cfg, m.limit, facts.Namespaces, log); err != nil {
 		backoff := p.setErr(name, hashStr, err)
 		if !errors.Is(err, ErrUnreachable) || backoff == initialBackoff {
 			p.event(&secret, corev1.EventTypeWarning, "MemberUnreachable", err.Error())
@@ -132,14 +135,16 @@ const (
 )
 
 // engage builds the member's cluster, starts it, waits (bounded) for its informers, and engages it.
-func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, namespaces []string, log logr.Logger) error {
+func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Config, limit *inflight, namespaces []string, log logr.Logger) error {
 	// Every request of the member's cluster (applies, reads, and the cache's lists and watches) passes through
 	// the failure detector, so that requests waiting with no answer get the member probed at once. The health
 	// client stays out: its probe is the verdict, and a probe waiting on a partitioned member must not count
-	// as the member's silence and trigger a second probe.
+	// as the member's silence and trigger a second probe. Outside the detector, the in-flight bound: a request
+	// waiting for a slot has not been sent, so the member cannot be blamed for it.
 	tr := &traffic{}
 	clusterCfg := rest.CopyConfig(cfg)
 	clusterCfg.Wrap(tr.wrap)
+	clusterCfg.Wrap(limit.wrap)
 	cl, err := p.newCluster(clusterCfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.Logger = log

@@ -45,8 +45,10 @@ type Options struct {
 	MemberSyncTimeout time.Duration
 	// MemberHealthInterval is how often engaged members are probed for reachability.
 	MemberHealthInterval time.Duration
-	// MemberTimeout bounds one reconcile's work in one member.
+	// MemberTimeout bounds one request to a member, counted from when it is sent.
 	MemberTimeout time.Duration
+	// MemberMaxInFlight bounds the requests outstanding against one member.
+	MemberMaxInFlight int
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
 	DeletionTimeout time.Duration
 
@@ -77,7 +79,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	}
 	scheme := Scheme()
 	r := &controllers.MySQLClusterReconciler{
-		Namespace: opts.Namespace, MemberTimeout: opts.MemberTimeout, DeletionTimeout: opts.DeletionTimeout,
+		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout,
 	}
 	provider := fleet.New(fleet.Options{
 		Namespace:      opts.Namespace,
@@ -86,6 +88,8 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		WatchedObjects: controllers.MemberObjects(),
 		SyncTimeout:    opts.MemberSyncTimeout,
 		HealthInterval: opts.MemberHealthInterval,
+		MaxInFlight:    opts.MemberMaxInFlight,
+		RequestTimeout: opts.MemberTimeout,
 		OnChange:       r.MemberChanged,
 	})
 	mgr, err := mcmanager.New(cfg, provider, crmanager.Options{

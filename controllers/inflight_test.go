@@ -1,0 +1,86 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mcfleet "github.com/mysqlfleet/mysqlfleet/internal/fleet"
+)
+
+// A burst of MySQLClusters never has more requests outstanding against one member than the bound
+// (--member-max-in-flight): the rest wait in the manager for a slot. Without the bound the burst's passes send
+// dozens at once (32 reconciles in flight, each applying a member's objects in concurrent waves), and the
+// member's API server queues them. The figures come from the manager's mysqlfleet_member_request_concurrency,
+// observed on every request sent, so a single request past the bound shows.
+func TestBurstStaysWithinMemberBound(t *testing.T) {
+	g := NewWithT(t)
+	const n = 40
+	keys := make([]client.ObjectKey, 0, n)
+	for i := range n {
+		c := newCluster("burst", fmt.Sprintf("db-%02d", i))
+		create(t, c)
+		keys = append(keys, client.ObjectKeyFromObject(c))
+	}
+	for _, key := range keys {
+		eventuallyReady(g, key)
+	}
+
+	bound := float64(mcfleet.DefaultMaxInFlight)
+	for _, member := range []string{aws, "azure-westeurope", gcp} {
+		h := requestConcurrency(g, member)
+		g.Expect(h.count).To(BeNumerically(">", 0), "requests observed in %s", member)
+		g.Expect(h.above(bound)).To(BeZero(), "requests sent to %s with more than %v outstanding", member, bound)
+		// The burst did press against the bound: without it this test could not fail.
+		g.Expect(h.above(bound / 2)).To(BeNumerically(">", 0), "requests sent to %s with more than %v outstanding", member, bound/2)
+	}
+
+	for _, key := range keys {
+		c := get(g, key)
+		g.Expect(hub.Delete(context.Background(), c)).To(Succeed())
+	}
+	for _, key := range keys {
+		eventuallyGone(g, key)
+	}
+}
+
+// histogram is one member's series of a histogram: its count and cumulative buckets.
+type histogram struct {
+	count   uint64
+	buckets map[float64]uint64
+}
+
+// above is how many observations were greater than v, a bucket bound.
+func (h histogram) above(v float64) uint64 {
+	upTo, ok := h.buckets[v]
+	if !ok {
+		panic(fmt.Sprintf("no bucket bound %v", v))
+	}
+	return h.count - upTo
+}
+
+func requestConcurrency(g Gomega, member string) histogram {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	h := histogram{buckets: map[float64]uint64{}}
+	for _, f := range families {
+		if f.GetName() != "mysqlfleet_member_request_concurrency" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "member" && l.GetValue() == member {
+					h.count = m.GetHistogram().GetSampleCount()
+					for _, b := range m.GetHistogram().GetBucket() {
+						h.buckets[b.GetUpperBound()] = b.GetCumulativeCount()
+					}
+				}
+			}
+		}
+	}
+	return h
+}
