@@ -25,7 +25,8 @@ import (
 const baselineManagedBy = "mysqlfleet-baseline"
 
 // benchCredentials are the fixed passwords of the baselines' credentials Secrets. mysqlfleet generates its own.
-var benchCredentials = render.Credentials{RootPassword: "bench-root-password-0123456789", Password: "bench-password-0123456789"}
+var benchCredentials = render.Credentials{RootPassword: "bench-root-password-0123456789", Password: "bench-password-0123456789",
+	AdminPassword: "bench-admin-password-0123456789", ReplicationPassword: "bench-replication-password-0123456"}
 
 // key names one object in one member.
 type key struct {

@@ -229,6 +229,7 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		return ctrl.Result{}, err
 	}
 	forgetPhase(client.ObjectKeyFromObject(c))
+	forgetPrimaries(client.ObjectKeyFromObject(c))
 	return ctrl.Result{}, nil
 }
 

@@ -52,32 +52,57 @@ func credentialsSecretName(c *v1alpha1.MySQLCluster) string {
 	return "credentials." + c.Namespace + "." + c.Name
 }
 
-// reconcileCredentials reads the hub's credentials Secret, creating it with new random passwords the first time.
+// reconcileCredentials reads the hub's credentials Secret, creating it with new random passwords the first time,
+// and adding the passwords a Secret made by an earlier release lacks (the member controller's and replication's
+// accounts). Passwords once generated never change.
 func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, s *scope) error {
 	c := s.cluster
 	key := client.ObjectKey{Namespace: r.Namespace, Name: credentialsSecretName(c)}
 	var secret corev1.Secret
 	err := r.Hub.Get(ctx, key, &secret)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		secret = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{
 				v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ClusterNameLabel: c.Name,
 				v1alpha1.ClusterNamespaceLabel: c.Namespace,
 			}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{v1alpha1.RootPasswordKey: []byte(rand.Text()), v1alpha1.PasswordKey: []byte(rand.Text())},
 		}
+		addPasswords(&secret)
 		if err := r.Hub.Create(ctx, &secret); err != nil {
 			return fmt.Errorf("failed to create credentials Secret %s: %w", key, err)
 		}
-	} else if err != nil {
+	case err != nil:
 		return fmt.Errorf("failed to read credentials Secret %s: %w", key, err)
+	case addPasswords(&secret):
+		if err := r.Hub.Update(ctx, &secret); err != nil {
+			return fmt.Errorf("failed to add passwords to credentials Secret %s: %w", key, err)
+		}
 	}
 	s.creds = render.Credentials{
-		RootPassword: string(secret.Data[v1alpha1.RootPasswordKey]),
-		Password:     string(secret.Data[v1alpha1.PasswordKey]),
+		RootPassword:        string(secret.Data[v1alpha1.RootPasswordKey]),
+		Password:            string(secret.Data[v1alpha1.PasswordKey]),
+		AdminPassword:       string(secret.Data[v1alpha1.AdminPasswordKey]),
+		ReplicationPassword: string(secret.Data[v1alpha1.ReplicationPasswordKey]),
 	}
 	return nil
+}
+
+// addPasswords generates (crypto/rand) each password the Secret lacks, and tells whether it added any.
+func addPasswords(secret *corev1.Secret) bool {
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	added := false
+	for _, k := range []string{v1alpha1.RootPasswordKey, v1alpha1.PasswordKey, v1alpha1.AdminPasswordKey,
+		v1alpha1.ReplicationPasswordKey} {
+		if len(secret.Data[k]) == 0 {
+			secret.Data[k] = []byte(rand.Text())
+			added = true
+		}
+	}
+	return added
 }
 
 // reconcileMembers renders, applies and reads back every placed member at once. Each member gets its own
@@ -170,7 +195,9 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	c := s.cluster
 	st := v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas}
 	prev := previousMember(s.before, m.Name)
-	st.Conditions, st.Adopted = prev.Conditions, prev.Adopted
+	// What the member said last stays until it is read again: an unreachable member keeps its last report,
+	// under a Reachable condition that says how old the news is.
+	st.Conditions, st.Adopted, st.Replication = prev.Conditions, prev.Adopted, prev.Replication
 	conds := memberConditions{st: &st, gen: c.Generation}
 
 	switch {
@@ -350,41 +377,66 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 	if len(readErrs) > 0 && st.LastError == "" {
 		st.LastError = "reading back: " + strings.Join(readErrs, "; ")
 	}
-	replicationCondition(c, conds)
 	if st.Phase == v1alpha1.PhasePaused {
 		return st
 	}
-	ready := err == nil && len(readErrs) == 0 && sts.Status.ObservedGeneration >= sts.Generation &&
+	podsReady := err == nil && len(readErrs) == 0 && sts.Status.ObservedGeneration >= sts.Generation &&
 		sts.Status.ReadyReplicas == c.Spec.Replicas && sts.Status.UpdatedReplicas == c.Spec.Replicas
-	msg := fmt.Sprintf("%d/%d replicas ready", st.ReadyReplicas, c.Spec.Replicas)
-	if ready {
-		if st.Phase == "" {
-			st.Phase = v1alpha1.PhaseReady
-		}
-		conds.set(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonStatefulSetReady, msg)
+	msg := fmt.Sprintf("%d/%d Pods ready", st.ReadyReplicas, c.Spec.Replicas)
+	if podsReady {
+		conds.set(v1alpha1.MemberConditionPodsReady, true, v1alpha1.ReasonPodsReady, msg)
 	} else {
-		if st.Phase == "" {
+		conds.set(v1alpha1.MemberConditionPodsReady, false, v1alpha1.ReasonPodsNotReady, msg)
+	}
+
+	// The member controller's report on this StatefulSet (by UID) says whether the servers replicate.
+	var rep *v1alpha1.ReplicationReport
+	if err == nil {
+		var rerr error
+		if rep, rerr = readReport(ctx, mc, &sts); rerr != nil && st.LastError == "" {
+			st.LastError = "reading back: " + rerr.Error()
+		}
+	}
+	st.Replication = memberReplication(rep, st.Replication, metav1.Now())
+	repl, reason, rmsg, needsPerson := replicationVerdict(c.Spec.Replicas, c.StatefulSetName(), rep, st.Replication)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionReplicating,
+		Status: repl, Reason: reason, Message: rmsg, ObservedGeneration: c.Generation})
+
+	if st.Replication != nil {
+		st.Replication.RequestedPrimary = requestedPrimary(c, st.Name)
+	}
+	if sw, swReason, swMsg, ok := switchoverVerdict(requestedPrimary(c, st.Name), rep); ok {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionPrimaryAsRequested,
+			Status: sw, Reason: swReason, Message: swMsg, ObservedGeneration: c.Generation})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.MemberConditionPrimaryAsRequested)
+	}
+
+	switch {
+	case !podsReady:
+		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
+	case repl != metav1.ConditionTrue:
+		conds.set(v1alpha1.MemberConditionReady, false, reason, rmsg)
+	default:
+		conds.set(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonServing, rmsg)
+	}
+	if st.Phase == "" {
+		switch {
+		case podsReady && repl == metav1.ConditionTrue:
+			st.Phase = v1alpha1.PhaseReady
+		case needsPerson:
+			st.Phase = v1alpha1.PhaseDegraded
+			if st.LastError == "" {
+				st.LastError = rmsg
+			}
+		default:
 			st.Phase = v1alpha1.PhaseProgressing
 		}
-		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonStatefulSetNotReady, msg)
 	}
 	return st
 }
 
 var errNotOwned = errors.New("not this MySQLCluster's")
-
-// replicationCondition says what is true of replication today: with replicas > 1, every Pod runs its own
-// independent server and only ordinal 0 serves the client Service. With one replica there is nothing to
-// replicate, and no condition.
-func replicationCondition(c *v1alpha1.MySQLCluster, conds memberConditions) {
-	if c.Spec.Replicas <= 1 {
-		meta.RemoveStatusCondition(&conds.st.Conditions, v1alpha1.MemberConditionReplicating)
-		return
-	}
-	conds.set(v1alpha1.MemberConditionReplicating, false, v1alpha1.ReasonNotReplicating,
-		fmt.Sprintf("the %d Pods are independent servers: replication between them is not set up yet, and only %s-0 serves the Service %s",
-			c.Spec.Replicas, c.StatefulSetName(), c.ServiceName()))
-}
 
 // dataVolumeSelector selects this MySQLCluster's data claims, by its UID.
 func dataVolumeSelector(c *v1alpha1.MySQLCluster) map[string]string {

@@ -27,6 +27,16 @@ var (
 		Help: "Server-side applies to a member that failed, by cause: deadline, canceled, conflict, invalid, forbidden, throttled, unreachable or other.",
 	}, []string{"member", "reason"})
 
+	failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mysqlfleet_member_failovers_total",
+		Help: "Failovers the member controllers reported, as the hub first read them, by MySQLCluster and member.",
+	}, []string{"cluster_namespace", "cluster_name", "member"})
+
+	writablePrimary = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_writable_primary",
+		Help: "1 while the member controller reports a writable primary for the MySQLCluster in the member, 0 while it reports none; absent while nothing reports.",
+	}, []string{"cluster_namespace", "cluster_name", "member"})
+
 	clusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mysqlfleet_cluster_phase",
 		Help: "1 for the MySQLCluster's current status.phase, 0 for each other phase.",
@@ -39,7 +49,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseProgressing, 
 	v1alpha1.PhaseDegraded, v1alpha1.PhasePaused, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDeleting}
 
 func init() {
-	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase)
+	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary)
 }
 
 // reportPhase sets the MySQLCluster's phase series. The labels are not namespace and name: the ServiceMonitor's
@@ -52,6 +62,30 @@ func reportPhase(c *v1alpha1.MySQLCluster, phase v1alpha1.Phase) {
 		}
 		clusterPhase.WithLabelValues(c.Namespace, c.Name, string(p)).Set(v)
 	}
+}
+
+// reportPrimaries sets, per member that reports, whether it has a writable primary: the time without one is
+// the time this series is 0 (MySQLFleetNoWritablePrimary alerts on it).
+func reportPrimaries(c *v1alpha1.MySQLCluster) {
+	// Members that left the placement, or stopped reporting, lose their series.
+	writablePrimary.DeletePartialMatch(prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name})
+	for _, m := range c.Status.Members {
+		if m.Replication == nil {
+			continue
+		}
+		v := 0.0
+		if m.Replication.Primary != "" {
+			v = 1
+		}
+		writablePrimary.WithLabelValues(c.Namespace, c.Name, m.Name).Set(v)
+	}
+}
+
+// forgetPrimaries drops the replication series of a MySQLCluster that is gone.
+func forgetPrimaries(key types.NamespacedName) {
+	l := prometheus.Labels{"cluster_namespace": key.Namespace, "cluster_name": key.Name}
+	writablePrimary.DeletePartialMatch(l)
+	failovers.DeletePartialMatch(l)
 }
 
 // forgetPhase drops the series of a MySQLCluster that is gone.

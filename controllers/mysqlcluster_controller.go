@@ -257,6 +257,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetPhase(req.NamespacedName)
+			forgetPrimaries(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -283,6 +284,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	r.reconcileDeparted(ctx, s)
 	s.computeStatus()
 	reportPhase(c, c.Status.Phase)
+	reportPrimaries(c)
 	if err := r.writeStatus(ctx, s); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -311,5 +313,6 @@ func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, s *scope) erro
 		return fmt.Errorf("failed to update status of %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
 	}
 	r.emitTransitions(s)
+	r.emitReplicationEvents(s)
 	return nil
 }

@@ -32,11 +32,15 @@ func TestPlacementAcrossClouds(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	got := eventuallyReady(g, key)
+	got := eventuallyConverged(g, key)
 
-	g.Expect(got.Status.ReadyMembers).To(Equal("3/3"))
+	g.Expect(membersWith(got, v1alpha1.MemberConditionPodsReady)).To(Equal("3/3"))
 	g.Expect(got.Status.ReadyReplicas).To(Equal("3/3"))
-	g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+	// No member controller reports here (kwok Pods run no server): nothing serves, and nothing says otherwise.
+	g.Expect(got.Status.ReadyMembers).To(Equal("0/3"))
+	g.Expect(got.Status.Serving).To(Equal("0/3"))
+	g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseProgressing))
+	g.Expect(findCondition(got, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(got.Status.StorageClasses).To(Equal("gp3,managed-csi,pd-ssd"))
 	g.Expect(got.Finalizers).To(ContainElement(v1alpha1.Finalizer))
 	want := map[string]string{"aws-eu-west-1": "gp3", "azure-westeurope": "managed-csi", "gcp-us-central1": "pd-ssd"}
@@ -81,8 +85,8 @@ func TestSelectorPlacementAndLateMember(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	got := eventuallyReady(g, key)
-	g.Expect(got.Status.ReadyMembers).To(Equal("2/2"))
+	got := eventuallyConverged(g, key)
+	g.Expect(membersWith(got, v1alpha1.MemberConditionPodsReady)).To(Equal("2/2"))
 	statefulSet(g, "aws-eu-west-1", key)
 	statefulSet(g, "gcp-us-central1", key)
 	var sts appsv1.StatefulSet
@@ -90,7 +94,8 @@ func TestSelectorPlacementAndLateMember(t *testing.T) {
 
 	// The spare aws member registers now: it matches the selector and receives the database.
 	g.Expect(register(ctx, spareMember)).To(Succeed())
-	g.Eventually(func() string { return get(g, key).Status.ReadyMembers }, 2*time.Minute, 250*time.Millisecond).Should(Equal("3/3"))
+	g.Eventually(func() string { return membersWith(get(g, key), v1alpha1.MemberConditionPodsReady) },
+		2*time.Minute, 250*time.Millisecond).Should(Equal("3/3"))
 	statefulSet(g, spareMember, key)
 }
 
@@ -101,7 +106,7 @@ func TestDriftRepair(t *testing.T) {
 	c := newCluster("drift", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{"gcp-us-central1"} })
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	mc := members["gcp-us-central1"]
 
 	sts := statefulSet(g, "gcp-us-central1", key)
@@ -142,18 +147,14 @@ func TestStorageGrowsAndNeverShrinks(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	// Two Pods are two independent servers until replication is set up, and status says so.
-	for _, ms := range eventuallyReady(g, key).Status.Members {
-		var replicating *metav1.Condition
-		for i := range ms.Conditions {
-			if ms.Conditions[i].Type == v1alpha1.MemberConditionReplicating {
-				replicating = &ms.Conditions[i]
-			}
-		}
-		g.Expect(replicating).NotTo(BeNil(), ms.Name)
-		g.Expect(replicating.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(replicating.Reason).To(Equal(v1alpha1.ReasonNotReplicating))
-		g.Expect(replicating.Message).To(ContainSubstring("independent servers"))
+	// With no member controller in the members, replication is Unknown, never claimed.
+	for _, ms := range eventuallyConverged(g, key).Status.Members {
+		replicating := findMemberCondition(&ms, v1alpha1.MemberConditionReplicating)
+		g.Expect(replicating.Status).To(Equal(metav1.ConditionUnknown), ms.Name)
+		g.Expect(replicating.Reason).To(Equal(v1alpha1.ReasonNoReport))
+		g.Expect(replicating.Message).To(ContainSubstring("no member controller has reported"))
+		g.Expect(findMemberCondition(&ms, v1alpha1.MemberConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ms.Replication).To(BeNil())
 	}
 	podUIDs := map[string]string{}
 	for _, m := range c.Spec.Placement.Members {
@@ -166,7 +167,7 @@ func TestStorageGrowsAndNeverShrinks(t *testing.T) {
 	g.Expect(podUIDs).To(HaveLen(4))
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Storage.Size = resource.MustParse("3Gi") })
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	for _, m := range c.Spec.Placement.Members {
 		g.Eventually(func() string {
 			sts := statefulSet(g, m, key)
@@ -218,7 +219,7 @@ func TestPausedPublishesPlanOnly(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(members["aws-eu-west-1"].Get(ctx, key, &sts))).To(BeTrue())
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Paused = false })
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	g.Expect(memberStatus(get(g, key), "aws-eu-west-1").Plan).To(BeEmpty())
 }
 

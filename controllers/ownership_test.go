@@ -35,7 +35,7 @@ func TestSuccessorNeitherUsesNorDeletesRetainedVolumes(t *testing.T) {
 	first := newCluster("succession", "keep", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws, gcp} })
 	create(t, first)
 	key := client.ObjectKeyFromObject(first)
-	firstUID := string(eventuallyReady(g, key).UID)
+	firstUID := string(eventuallyConverged(g, key).UID)
 	kept := map[string]string{}
 	for _, m := range []string{aws, gcp} {
 		kept[m] = string(pvc(g, m, "succession", "data-keep-0").UID)
@@ -68,7 +68,7 @@ func TestSuccessorNeitherUsesNorDeletesRetainedVolumes(t *testing.T) {
 		"no StatefulSet is created over a volume that is not this MySQLCluster's")
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Annotations = map[string]string{v1alpha1.AdoptAnnotation: firstUID} })
-	got := eventuallyReady(g, key)
+	got := eventuallyConverged(g, key)
 	adopted := pvc(g, aws, "succession", "data-keep-0")
 	g.Expect(string(adopted.UID)).To(Equal(kept[aws]), "the adopted volume is the predecessor's, data and all")
 	g.Expect(adopted.Labels).To(HaveKeyWithValue(v1alpha1.ClusterUIDLabel, string(got.UID)))
@@ -94,7 +94,7 @@ func TestLeavingThePlacementKeepsVolumes(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	volume := string(pvc(g, gcp, "departure", "data-db-0").UID)
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
@@ -173,7 +173,7 @@ func TestUpgradeMovesClaimsOutOfGarbageCollection(t *testing.T) {
 
 	// What the former release applied: whenDeleted Delete, and a claim template without the UID label.
 	objs, err := render.Render(cur, placement.Member{Name: aws, Cloud: v1alpha1.CloudAWS, Region: "eu-west-1"},
-		render.Credentials{RootPassword: "unused"})
+		render.Credentials{RootPassword: "unused", AdminPassword: "unused", ReplicationPassword: "unused"})
 	g.Expect(err).NotTo(HaveOccurred())
 	old := objs.StatefulSet
 	delete(old.Spec.VolumeClaimTemplates[0].Labels, v1alpha1.ClusterUIDLabel)
@@ -191,7 +191,7 @@ func TestUpgradeMovesClaimsOutOfGarbageCollection(t *testing.T) {
 	claim := pvc(g, aws, "upgrade", "data-db-0")
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Paused = false })
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	g.Eventually(func(g Gomega) {
 		sts := statefulSet(g, aws, key)
 		g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
@@ -242,7 +242,7 @@ func TestObservedGenerationWaitsForFailedApplies(t *testing.T) {
 	g.Expect(findCondition(got, v1alpha1.ConditionDegraded).ObservedGeneration).To(Equal(got.Generation))
 
 	g.Expect(mc.Delete(ctx, quota)).To(Succeed())
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 }
 
 // A member whose registration was refused is not reported as unreachable: nothing was ever sent to it.
@@ -317,7 +317,7 @@ func TestDeletionThatKeepsFailingIsBounded(t *testing.T) {
 	c := newCluster("stuck", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	// The policy takes a moment to load; a ConfigMap of the test's own shows when it denies.
 	g.Eventually(func() error {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "stuck", Name: "probe"}}

@@ -38,7 +38,7 @@ func TestIdleFleetMakesNoWrites(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster("idle", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
 	create(t, c)
-	eventuallyReady(g, client.ObjectKeyFromObject(c))
+	eventuallyConverged(g, client.ObjectKeyFromObject(c))
 
 	before := settledWrites(t, g)
 	g.Consistently(func() map[string]float64 { return diff(before, fleetWrites(g)) }, 20*time.Second, 2*time.Second).
@@ -115,7 +115,7 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	c := newCluster("resilient", "db", nil...)
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 
 	azure := fleet.Member("azure-westeurope")
 	restart := stopMember(t, azure)
@@ -136,11 +136,12 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	g.Expect(findCondition(got, v1alpha1.ConditionDegraded).Message).To(ContainSubstring("unreachable: azure-westeurope"))
 	ms := memberStatus(got, "azure-westeurope")
 	g.Expect(findMemberCondition(ms, v1alpha1.MemberConditionReachable).Status).To(Equal(metav1.ConditionFalse))
-	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
-		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
+	g.Eventually(func() metav1.ConditionStatus {
+		return findMemberCondition(memberStatus(get(g, key), "aws-eu-west-1"), v1alpha1.MemberConditionPodsReady).Status
+	}, time.Minute, 250*time.Millisecond).Should(Equal(metav1.ConditionTrue))
 
 	restart()
-	got = eventuallyReady(g, key)
+	got = eventuallyConverged(g, key)
 	g.Expect(got.Status.ReadyReplicas).To(Equal("6/6"))
 	g.Expect(*statefulSet(g, "azure-westeurope", key).Spec.Replicas).To(Equal(int32(2)))
 }
@@ -262,8 +263,8 @@ func TestDeletionPolicies(t *testing.T) {
 	})
 	create(t, retain)
 	create(t, remove)
-	eventuallyReady(g, client.ObjectKeyFromObject(retain))
-	eventuallyReady(g, client.ObjectKeyFromObject(remove))
+	eventuallyConverged(g, client.ObjectKeyFromObject(retain))
+	eventuallyConverged(g, client.ObjectKeyFromObject(remove))
 
 	// gcp leaves the placement of the Retain cluster: its StatefulSet goes, its volume stays.
 	update(g, client.ObjectKeyFromObject(retain), func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = placed[:1] })
@@ -304,7 +305,7 @@ func TestDeletionWithUnreachableMember(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 	azure := fleet.Member("azure-westeurope")
 	restart := stopMember(t, azure)
 	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "azure-westeurope").Phase },
@@ -448,7 +449,7 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 	})
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
-	eventuallyReady(g, key)
+	eventuallyConverged(g, key)
 
 	relay.Drop(true)
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
@@ -462,11 +463,12 @@ func TestPartitionedMemberIsCutOff(t *testing.T) {
 	g.Eventually(func() int32 { return statefulSet(g, "aws-eu-west-1", key).Status.ReadyReplicas },
 		time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
 	// The hub shows what the member's StatefulSet shows one pass later.
-	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "aws-eu-west-1").Phase },
-		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseReady))
+	g.Eventually(func() metav1.ConditionStatus {
+		return findMemberCondition(memberStatus(get(g, key), "aws-eu-west-1"), v1alpha1.MemberConditionPodsReady).Status
+	}, time.Minute, 250*time.Millisecond).Should(Equal(metav1.ConditionTrue))
 
 	relay.Drop(false)
-	got := eventuallyReady(g, key)
+	got := eventuallyConverged(g, key)
 	g.Expect(got.Status.ReadyReplicas).To(Equal("4/4"))
 	g.Expect(*statefulSet(g, member, key).Spec.Replicas).To(Equal(int32(2)))
 }

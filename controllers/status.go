@@ -24,6 +24,7 @@ func (s *scope) computeStatus() {
 	st.Members = s.members
 	st.ReadyMembers = fmt.Sprintf("%d/%d", sum.ready, len(s.members))
 	st.ReadyReplicas = fmt.Sprintf("%d/%d", sum.readyReplicas, sum.replicas)
+	st.Serving = fmt.Sprintf("%d/%d", sum.serving, sum.replicas)
 	st.StorageClasses = strings.Join(sum.classes, ",")
 	st.LastBackup = sum.lastBackup
 
@@ -56,6 +57,7 @@ type verdict struct {
 // summary counts what the members report.
 type summary struct {
 	ready, readyReplicas, replicas   int
+	serving                          int
 	unreachable, failed, progressing []string
 	conflicted                       []string
 	conflicts                        []v1alpha1.ObjectRef
@@ -71,6 +73,7 @@ func summarize(members []v1alpha1.MemberStatus) summary {
 	allBackedUp := len(members) > 0
 	for _, m := range members {
 		sum.readyReplicas += int(m.ReadyReplicas)
+		sum.serving += serving(m.Replication)
 		sum.replicas += int(m.Replicas)
 		if m.StorageClass != "" {
 			classes[m.StorageClass] = true

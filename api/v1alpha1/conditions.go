@@ -2,7 +2,7 @@ package v1alpha1
 
 // Condition types of a MySQLCluster.
 const (
-	// ConditionReady is True when every placed member runs all replicas ready.
+	// ConditionReady is True when every placed member is Ready: a writable primary and every replica in sync.
 	ConditionReady = "Ready"
 	// ConditionPlaced is True when the placement resolved to at least one registered member and names no unknown
 	// member.
@@ -19,12 +19,19 @@ const (
 	MemberConditionReachable = "Reachable"
 	// MemberConditionApplied is True when every object is applied as rendered.
 	MemberConditionApplied = "Applied"
-	// MemberConditionReady is True when the member's StatefulSet has all replicas ready.
-	MemberConditionReady = "Ready"
-	// MemberConditionReplicating is True when the member's servers replicate from one primary. Until mysqlfleet
-	// sets up replication it is False for replicas > 1: every Pod is an independent server, and only the Pod of
-	// ordinal 0 serves the client Service.
+	// MemberConditionPodsReady is True when the member's StatefulSet has all its Pods ready (their servers
+	// answer), whatever their role.
+	MemberConditionPodsReady = "PodsReady"
+	// MemberConditionReplicating is True when the member controller reports a writable primary and every other
+	// server replicating from it in sync; Unknown while no member controller reports on the set.
 	MemberConditionReplicating = "Replicating"
+	// MemberConditionPrimaryAsRequested is set while spec.primaries names a Pod for the member: True when that
+	// Pod is the primary, False while the switchover is under way (SwitchoverInProgress) or refused
+	// (SwitchoverRefused, with the member controller's reason).
+	MemberConditionPrimaryAsRequested = "PrimaryAsRequested"
+	// MemberConditionReady is True when the Pods are ready and the set replicates (PodsReady and Replicating):
+	// the database takes writes through <name>-primary and every replica serves <name>-replicas.
+	MemberConditionReady = "Ready"
 )
 
 // Condition reasons. They are part of the API: tools match on them.
@@ -46,8 +53,6 @@ const (
 	ReasonPaused              = "Paused"
 	ReasonHealthy             = "Healthy"
 	ReasonMembersDegraded     = "MembersDegraded"
-	ReasonStatefulSetNotReady = "StatefulSetNotReady"
-	ReasonStatefulSetReady    = "StatefulSetReady"
 	ReasonDeleting            = "Deleting"
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonVolumeConflict: a PersistentVolumeClaim with a name the StatefulSet would use exists and belongs to
@@ -58,7 +63,30 @@ const (
 	ReasonObjectConflict = "ObjectConflict"
 	// ReasonRegistrationRefused: the member's registration (kubeconfig or labels) was refused; nothing was sent.
 	ReasonRegistrationRefused = "RegistrationRefused"
-	// ReasonNotReplicating: replicas > 1 are independent servers; replication between them is not set up yet.
-	ReasonNotReplicating = "ReplicationNotConfigured"
-	ReasonSingleServer   = "SingleServer"
+	ReasonPodsReady           = "PodsReady"
+	ReasonPodsNotReady        = "PodsNotReady"
+	// ReasonNoReport: no member controller has reported on this MySQLCluster's StatefulSet in the member (none
+	// runs there, or it has not made its first pass).
+	ReasonNoReport = "NoReplicationReport"
+	// ReasonUnobserved: the member controller could not look at the servers (no credentials, unknown engine).
+	ReasonUnobserved = "ReplicationUnobserved"
+	// ReasonNoPrimary: no server is the writable primary.
+	ReasonNoPrimary = "NoWritablePrimary"
+	// ReasonReplicasNotInSync: the primary writes, but not every replica replicates in sync.
+	ReasonReplicasNotInSync = "ReplicasNotInSync"
+	// ReasonErrantReplicas: replicas hold transactions the primary does not have; they are fenced.
+	ReasonErrantReplicas = "ErrantReplicas"
+	// ReasonReplicating: a writable primary and every replica in sync.
+	ReasonReplicating = "Replicating"
+	// ReasonSingleServer: one server, writable, with nothing to replicate to.
+	ReasonSingleServer = "SingleServer"
+	// ReasonServing: Pods ready and the set replicating.
+	ReasonServing = "Serving"
+	// ReasonPrimaryAsRequested: the Pod spec.primaries names is the primary.
+	ReasonPrimaryAsRequested = "PrimaryAsRequested"
+	// ReasonSwitchoverInProgress: the member controller is moving the primary to the requested Pod.
+	ReasonSwitchoverInProgress = "SwitchoverInProgress"
+	// ReasonSwitchoverRefused: the member controller refuses the requested switchover (target not in sync,
+	// unhealthy or errant); the message says why.
+	ReasonSwitchoverRefused = "SwitchoverRefused"
 )

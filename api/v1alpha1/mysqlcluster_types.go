@@ -44,6 +44,7 @@ const (
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
+// +kubebuilder:validation:XValidation:rule="!has(self.primaries) || self.primaries.all(k, self.primaries[k] < (has(self.replicas) ? self.replicas : 1))",message="primaries name an ordinal below replicas: the Pods are <name>-0 to <name>-(replicas-1)",fieldPath=".primaries"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$') || ((has(self.engine) && self.engine == 'MariaDB') ? self.version.matches('^(10[.]([6-9]|[1-9][0-9])|(1[1-9]|[2-9][0-9])[.][0-9]+)([.][0-9]+)?$') : self.version.matches('^(8|9|[1-9][0-9])[.][0-9]+([.][0-9]+)?$'))",messageExpression="(has(self.engine) && self.engine == 'MariaDB') ? 'MariaDB version must be 10.6 or later, such as 10.11 or 11.4, not ' + self.version : 'MySQL version must be 8.0 or later, such as 8.0 or 8.4, not ' + self.version",fieldPath=".version",reason=FieldValueInvalid
 type MySQLClusterSpec struct {
 	// Engine is the database server. It cannot change: one engine's data directory is not the other's.
@@ -71,16 +72,28 @@ type MySQLClusterSpec struct {
 	// +kubebuilder:validation:Maximum=9
 	Replicas int32 `json:"replicas,omitempty"`
 
+	// Primaries requests planned switchovers: member name to the ordinal of the Pod that should be the primary
+	// there (1 for <name>-1). The member controller moves the primary once the target is a healthy replica in
+	// sync, fencing the old primary (read-only, connections ended) and promoting the target when it holds every
+	// transaction; it refuses a target that is unhealthy, errant or behind, and the member's PrimaryAsRequested
+	// condition says why. The entry may stay after the switch; removing it leaves the primary where it is.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="primaries keys are member names"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="primaries values are Pod ordinals: 0 or more"
+	Primaries map[string]int32 `json:"primaries,omitempty"`
+
 	// Resources of the mysqld container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
-	// sets per Pod (server-id, gtid, binary log, datadir, port, socket) cannot be set here.
+	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket) cannot
+	// be set here.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=100
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_-]{0,63}$'))",message="config keys must be mysqld option names: lower case letters, digits, '_' or '-'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.replace('-', '_') in ['server_id', 'gtid_mode', 'enforce_gtid_consistency', 'log_bin', 'datadir', 'port', 'socket', 'bind_address']))",message="config may not set server_id, gtid_mode, enforce_gtid_consistency, log_bin, datadir, port, socket or bind_address: mysqlfleet manages them"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.replace('-', '_') in ['server_id', 'gtid_mode', 'enforce_gtid_consistency', 'gtid_strict_mode', 'log_bin', 'datadir', 'port', 'socket', 'bind_address', 'read_only', 'super_read_only', 'skip_slave_start', 'skip_replica_start', 'log_slave_updates', 'log_replica_updates', 'sync_binlog', 'binlog_format']))",message="config may not set server_id, GTID, binary log, read-only or replication start options, datadir, port, socket or bind_address: mysqlfleet manages them"
 	Config map[string]string `json:"config,omitempty"`
 
 	// ServiceType of the client Service.
@@ -98,7 +111,7 @@ type MySQLClusterSpec struct {
 	// password is generated once on the hub and is the same in every member.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
-	// +kubebuilder:validation:XValidation:rule="self != 'root'",message="user may not be root: the root password is generated separately"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['root', 'mysqlfleet_admin', 'mysqlfleet_repl'])",message="user may not be root, mysqlfleet_admin or mysqlfleet_repl: mysqlfleet creates and uses those accounts"
 	User string `json:"user,omitempty"`
 
 	// Placement chooses the members this database runs in.
@@ -348,7 +361,8 @@ type MemberStatus struct {
 	// Replicas is the desired number of Pods.
 	// +optional
 	Replicas int32 `json:"replicas"`
-	// ReadyReplicas is the number of ready Pods the member reports.
+	// ReadyReplicas is the number of ready Pods the member reports: servers that answer, whatever their role.
+	// Replication says which of them serve as primary and as replicas in sync.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas"`
 	// BoundVolumes is the number of the database's data PersistentVolumeClaims that are bound.
@@ -384,10 +398,67 @@ type MemberStatus struct {
 	// +optional
 	// +listType=atomic
 	Adopted []ObjectRef `json:"adopted,omitempty"`
+	// Replication is the member's replicated set as its member controller last reported it (see
+	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
+	// +optional
+	Replication *MemberReplication `json:"replication,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MemberReplication is what the member controller reports about the set in one member, read by the hub through
+// the member's API server.
+type MemberReplication struct {
+	// Primary is the Pod that is the writable primary; empty when there is none.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// ReplicasInSync is how many replicas replicate from the primary with both threads running and a lag within
+	// the member controller's bound; the member is Ready when it is replicas - 1.
+	// +optional
+	ReplicasInSync int32 `json:"replicasInSync"`
+	// MaxLagSeconds is the highest replication lag among the replicas whose lag is known.
+	// +optional
+	MaxLagSeconds *int64 `json:"maxLagSeconds,omitempty"`
+	// ErrantReplicas are the Pods holding transactions the primary does not have: fenced, out of every
+	// Service, left for a human to rebuild.
+	// +optional
+	// +listType=atomic
+	ErrantReplicas []string `json:"errantReplicas,omitempty"`
+	// Unreachable are the Pods whose server the member controller could not read.
+	// +optional
+	// +listType=atomic
+	Unreachable []string `json:"unreachable,omitempty"`
+	// Decision is the member controller's last decision: Bootstrap, Adopt, Steady, Repair, FailoverStarted,
+	// Failover, Switchover, Refused, or Unobserved when it could not look at the servers.
+	// +optional
+	Decision string `json:"decision,omitempty"`
+	// LastTransition is the last change of primary the member controller completed.
+	// +optional
+	LastTransition *ReplicationTransition `json:"lastTransition,omitempty"`
+	// RequestedPrimary is the Pod spec.primaries asks for in this member; empty without a request.
+	// +optional
+	RequestedPrimary string `json:"requestedPrimary,omitempty"`
+	// Error is why the member controller's last pass could not see or do everything; empty when all is well.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// ReplicationTransition is a change of primary: Bootstrap, Adopt, Failover or Switchover.
+type ReplicationTransition struct {
+	Kind string `json:"kind"`
+	// From and To are the Pods the primary moved from and to.
+	// +optional
+	From string `json:"from,omitempty"`
+	// +optional
+	To string `json:"to,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// ObservedTime is when the hub first read this transition in the member's report (the report carries no
+	// clock, so that an idle set costs its member no writes).
+	// +optional
+	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
 }
 
 // MySQLClusterStatus is the state of the database across its members.
@@ -403,9 +474,14 @@ type MySQLClusterStatus struct {
 	// ReadyMembers is "ready/placed", e.g. "2/3".
 	// +optional
 	ReadyMembers string `json:"readyMembers,omitempty"`
-	// ReadyReplicas is "ready/desired" summed over the members, e.g. "5/6".
+	// ReadyReplicas is "ready/desired" Pods summed over the members, e.g. "5/6".
 	// +optional
 	ReadyReplicas string `json:"readyReplicas,omitempty"`
+	// Serving is "serving/desired" servers summed over the members, e.g. "5/6": writable primaries plus replicas
+	// in sync, as the members' controllers report them. A server that is up but in no role (not yet
+	// replicating, lagging, errant) is not serving.
+	// +optional
+	Serving string `json:"serving,omitempty"`
 	// StorageClasses lists the storage classes in use, one per distinct class, comma separated.
 	// +optional
 	StorageClasses string `json:"storageClasses,omitempty"`
@@ -434,6 +510,7 @@ type MySQLClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Serving",type=string,JSONPath=`.status.serving`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`,priority=10

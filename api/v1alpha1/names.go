@@ -7,8 +7,14 @@ package v1alpha1
 // StatefulSetName is the MySQL StatefulSet; its Pods are <name>-0, <name>-1, ...
 func (c *MySQLCluster) StatefulSetName() string { return c.Name }
 
-// ServiceName is the client Service.
+// ServiceName is the client Service: the read-write one, an alias of PrimaryServiceName.
 func (c *MySQLCluster) ServiceName() string { return c.Name }
+
+// PrimaryServiceName is the read-write Service: it selects the Pod the member controller labelled primary.
+func (c *MySQLCluster) PrimaryServiceName() string { return c.Name + "-primary" }
+
+// ReplicasServiceName is the read-only Service: it selects the Pods labelled replica (in sync).
+func (c *MySQLCluster) ReplicasServiceName() string { return c.Name + "-replicas" }
 
 // HeadlessServiceName is the StatefulSet's governing Service, which gives each Pod a stable DNS name.
 func (c *MySQLCluster) HeadlessServiceName() string { return c.Name + "-headless" }
@@ -35,4 +41,19 @@ const DataVolumeName = "data"
 const (
 	RootPasswordKey = "root-password"
 	PasswordKey     = "password"
+	// AdminPasswordKey is the password of AdminUser, the member controller's account.
+	AdminPasswordKey = "admin-password"
+	// ReplicationPasswordKey is the password of ReplicationUser, the account replicas connect with.
+	ReplicationPasswordKey = "replication-password"
+	// InitScriptKey holds the SQL script that creates AdminUser and ReplicationUser on every server as its data
+	// directory is first initialised (mounted into /docker-entrypoint-initdb.d), with the binary log off.
+	InitScriptKey = "init.sql"
+)
+
+// Accounts mysqlfleet creates on every server; spec.user may not take these names.
+const (
+	// AdminUser is the member controller's account: status, replication, read-only, connections; no SUPER.
+	AdminUser = "mysqlfleet_admin"
+	// ReplicationUser is the account replicas replicate with: REPLICATION SLAVE and nothing else.
+	ReplicationUser = "mysqlfleet_repl"
 )

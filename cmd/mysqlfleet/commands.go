@@ -65,8 +65,14 @@ func newJoinCommand(name string, hub *cli.Hub, streams genericiooptions.IOStream
 In the member (reached with --member-context/--member-kubeconfig, your own credentials) join creates namespace
 mysqlfleet-system, ServiceAccount mysqlfleet-member and RBAC that allows exactly what the manager does there:
 Namespaces get/list/watch/create/patch; Secrets, ConfigMaps, Services, PersistentVolumeClaims, StatefulSets,
-PodDisruptionBudgets and CronJobs get/list/watch/create/update/patch/delete; nothing else. With --namespaces
-the namespaced kinds are granted by Roles in those namespaces only.
+PodDisruptionBudgets and CronJobs get/list/watch/create/update/patch/delete; Pods get/list; nothing else. With
+--namespaces the namespaced kinds are granted by Roles in those namespaces only.
+
+It also installs the member controller there (--skip-member-controller leaves it out): Deployment
+mysqlfleet-member-controller of the manager's image (--member-controller-image), two replicas with leader
+election, ServiceAccount mysqlfleet-member-controller that may read StatefulSets, read and label Pods, write
+its report ConfigMaps and read the credentials Secrets. It decides inside the member which server of each
+database is the primary, so that failover goes on while the hub is unreachable.
 
 It then takes the ServiceAccount's token (a long-lived token Secret, or, where no token controller fills it, a
 TokenRequest token that expires), builds a kubeconfig with the member's server, CA and that token (no exec
@@ -98,6 +104,8 @@ Secret NAME in the hub's --fleet-namespace. Running join again changes nothing u
 	f.BoolVar(&o.RotateToken, "rotate-token", false, "Replace the registered token and revoke the old one")
 	f.DurationVar(&o.TokenWait, "token-wait", cli.DefaultTokenWait, "How long to wait for the member's token controller before using a TokenRequest token")
 	f.DurationVar(&o.TokenExpiration, "token-expiration", cli.DefaultTokenExpiration, "Lifetime asked for a TokenRequest token (the member may cap it)")
+	f.BoolVar(&o.SkipMemberController, "skip-member-controller", false, "Do not install the member controller (which keeps each database's servers a replicated set inside the member); for a member where it is installed otherwise")
+	f.StringVar(&o.MemberControllerImage, "member-controller-image", cli.DefaultMemberControllerImage(), "Image of the member controller's Deployment (the manager's image)")
 	_ = cmd.MarkFlagRequired("cloud")
 	_ = cmd.MarkFlagRequired("region")
 	return cmd

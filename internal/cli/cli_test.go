@@ -130,6 +130,7 @@ func (e *env) awsJoin() cli.JoinOptions {
 	o.Labels = map[string]string{"tier": "gold"}
 	o.StorageClass = "gp3-fast"
 	o.Server = e.awsServer()
+	o.MemberControllerImage = "registry.example.com/mysqlfleet/manager:1.2.3"
 	return o
 }
 
@@ -265,9 +266,46 @@ func testJoin(e *env, t *testing.T) {
 	crb, err := member.RbacV1().ClusterRoleBindings().Get(ctx, cli.RoleName, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(crb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: cli.ServiceAccountName, Namespace: cli.MemberNamespace}}))
-	roles, err := member.RbacV1().Roles(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=mysqlfleet-cli"})
+	roles, err := member.RbacV1().Roles(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=member-access"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(roles.Items).To(BeEmpty())
+
+	// The member controller: a Deployment of the requested image, as its own ServiceAccount, which may do what
+	// the controller does (read StatefulSets, label Pods, write its reports, read a Secret by name) and nothing
+	// else (no Pod deletion or exec, no listing Secrets, no StatefulSet writes).
+	dep, err := member.AppsV1().Deployments(cli.MemberNamespace).Get(ctx, cli.MemberControllerName, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
+	pod := dep.Spec.Template.Spec
+	g.Expect(pod.ServiceAccountName).To(Equal("mysqlfleet-member-controller"))
+	g.Expect(pod.Containers[0].Image).To(Equal("registry.example.com/mysqlfleet/manager:1.2.3"))
+	g.Expect(pod.Containers[0].Command).To(Equal([]string{"/mysqlfleet-member"}))
+	g.Expect(pod.Containers[0].Args).To(ContainElement("--leader-elect"))
+	controllerUser := "system:serviceaccount:" + cli.MemberNamespace + ":mysqlfleet-member-controller"
+	for _, c := range []struct {
+		attrs   authorizationv1.ResourceAttributes
+		allowed bool
+	}{
+		{authorizationv1.ResourceAttributes{Group: "apps", Resource: "statefulsets", Verb: "watch"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "pods", Verb: "patch", Namespace: "shop"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: "shop"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "shop"}, true},
+		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update",
+			Namespace: cli.MemberNamespace}, true},
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: "shop"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "pods", Verb: "delete", Namespace: "shop"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: "shop"}, false},
+		{authorizationv1.ResourceAttributes{Group: "apps", Resource: "statefulsets", Verb: "patch", Namespace: "shop"}, false},
+		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update",
+			Namespace: "shop"}, false},
+	} {
+		sar, err := member.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: controllerUser, ResourceAttributes: &c.attrs,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + cli.MemberNamespace}}},
+			metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sar.Status.Allowed).To(Equal(c.allowed), "%+v", c.attrs)
+	}
 }
 
 func testJoinIdempotent(e *env, t *testing.T) {
@@ -507,10 +545,10 @@ func testConfinedJoin(e *env, t *testing.T) {
 	// unjoin removes the Roles too.
 	out.Reset()
 	g.Expect(cli.Unjoin(ctx, e.hubIn(""), cli.UnjoinOptions{Name: gcpMember, Member: o.Member}, &out)).To(Succeed(), out.String())
-	roles, err := member.RbacV1().Roles(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=mysqlfleet-cli"})
+	roles, err := member.RbacV1().Roles(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=member-access"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(roles.Items).To(BeEmpty())
-	bindings, err := member.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=mysqlfleet-cli"})
+	bindings, err := member.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=member-access"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bindings.Items).To(BeEmpty())
 }
@@ -589,13 +627,15 @@ func testGetAndPlan(e *env, t *testing.T) {
 	}
 	e.createWithStatus(t, newCluster("shop", "orders", awsMember, gcpMember), v1alpha1.MySQLClusterStatus{
 		ObservedGeneration: 1, Phase: v1alpha1.PhaseDegraded, ReadyMembers: "1/2", ReadyReplicas: "2/4",
-		StorageClasses: "gp3,pd-ssd", LastBackup: &backup,
+		Serving: "2/4", StorageClasses: "gp3,pd-ssd", LastBackup: &backup,
 		Conditions: cond(metav1.ConditionFalse, v1alpha1.ReasonNotReady, "gcp-test: unreachable"),
 		Members: []v1alpha1.MemberStatus{
 			{Name: gcpMember, Cloud: "gcp", Phase: v1alpha1.PhaseUnreachable, Replicas: 2, StorageClass: "pd-ssd",
 				LastError: "dial tcp: connection refused"},
 			{Name: awsMember, Cloud: "aws", Phase: v1alpha1.PhaseReady, Replicas: 2, ReadyReplicas: 2, StorageClass: "gp3",
-				LastBackup: &backup},
+				LastBackup: &backup, Replication: &v1alpha1.MemberReplication{Primary: "orders-1", ReplicasInSync: 1,
+					RequestedPrimary: "orders-0", LastTransition: &v1alpha1.ReplicationTransition{Kind: "Failover",
+						From: "orders-0", To: "orders-1", ObservedTime: &backup}}},
 		},
 	})
 	paused := newCluster("shop", "catalog", awsMember)
@@ -620,22 +660,23 @@ func testGetAndPlan(e *env, t *testing.T) {
 	}
 	out, _ := run(e.hubIn("shop"), cli.GetOptions{})
 	g.Expect(rows(out)).To(Equal([][]string{
-		{"NAMESPACE/NAME", "MEMBER", "PHASE", "READY", "STORAGE", "CLASS", "LAST", "BACKUP"},
-		{"shop/catalog", "0/1", "ready", "Paused", "-", "-", "-"},
-		{awsMember, "Paused", "0/2", "gp3", "-"},
-		{"shop/orders", "1/2", "ready", "Degraded", "False", "gp3,pd-ssd", "30h"},
-		{awsMember, "Ready", "2/2", "gp3", "30h"},
-		{gcpMember, "Unreachable", "0/2", "pd-ssd", "-"},
+		{"NAMESPACE/NAME", "MEMBER", "PHASE", "READY", "PRIMARY", "SERVING", "STORAGE", "CLASS", "LAST", "BACKUP"},
+		{"shop/catalog", "0/1", "ready", "Paused", "-", "-", "-", "-", "-"},
+		{awsMember, "Paused", "0/2", "-", "-", "gp3", "-"},
+		{"shop/orders", "1/2", "ready", "Degraded", "False", "-", "2/4", "gp3,pd-ssd", "30h"},
+		{awsMember, "Ready", "2/2", "orders-1→orders-0", "2/2", "gp3", "30h"},
+		{gcpMember, "Unreachable", "0/2", "-", "-", "pd-ssd", "-"},
 	}))
 
 	out, _ = run(e.hubIn(""), cli.GetOptions{AllNamespaces: true})
-	g.Expect(out).To(MatchRegexp(`(?m)^billing/ledger\s+-\s+-\s+-\s+-\s+-$`), "a MySQLCluster the manager has not reported yet")
+	g.Expect(out).To(MatchRegexp(`(?m)^billing/ledger\s+-\s+-\s+-\s+-\s+-\s+-\s+-$`), "a MySQLCluster the manager has not reported yet")
 	g.Expect(out).To(ContainSubstring("shop/orders"))
 
 	out, _ = run(e.hubIn("shop"), cli.GetOptions{Name: "orders", Output: cli.OutputWide})
 	g.Expect(out).NotTo(ContainSubstring("catalog"))
 	g.Expect(out).To(ContainSubstring("dial tcp: connection refused"))
 	g.Expect(out).To(ContainSubstring("gcp-test: unreachable"))
+	g.Expect(out).To(ContainSubstring("Failover:orders-0→orders-1,30h-ago"), "the last change of primary, with when")
 
 	out, _ = run(e.hubIn("shop"), cli.GetOptions{Name: "orders", Output: cli.OutputJSON})
 	var views []cli.ClusterView
@@ -645,7 +686,10 @@ func testGetAndPlan(e *env, t *testing.T) {
 	g.Expect(views[0].LastBackup.Time).To(BeTemporally("==", backup.Time))
 	g.Expect(views[0].Members).To(HaveLen(2))
 	g.Expect(views[0].Members[0]).To(Equal(cli.ClusterMemberView{Name: awsMember, Phase: "Ready", ReadyReplicas: 2, Replicas: 2,
-		StorageClass: "gp3", LastBackup: views[0].Members[0].LastBackup}))
+		StorageClass: "gp3", LastBackup: views[0].Members[0].LastBackup,
+		Replication: views[0].Members[0].Replication}))
+	g.Expect(views[0].Members[0].Replication.RequestedPrimary).To(Equal("orders-0"))
+	g.Expect(views[0].Serving).To(Equal("2/4"))
 
 	out, _ = run(e.hubIn("shop"), cli.GetOptions{Output: cli.OutputYAML})
 	g.Expect(yaml.Unmarshal([]byte(out), &views)).To(Succeed())
@@ -858,7 +902,7 @@ func testManagerWithJoinedMember(e *env, t *testing.T) {
 	var out bytes.Buffer
 	g.Expect(cli.Get(ctx, e.hubIn("inventory"), cli.GetOptions{}, genericiooptions.IOStreams{Out: &out})).To(Succeed())
 	t.Logf("get:\n%s", out.String())
-	g.Expect(out.String()).To(MatchRegexp(`(?m)^\s+` + awsMember + `\s+\w+\s+0/2\s+gp3-fast\s`))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^\s+` + awsMember + `\s+\w+\s+0/2\s+-\s+-\s+gp3-fast\s`))
 
 	// Deleting it removes the member objects, again with the joined credentials.
 	g.Expect(e.hub.Delete(ctx, c)).To(Succeed())

@@ -29,9 +29,11 @@ type ClusterView struct {
 	Name      string `json:"name"`
 	Phase     string `json:"phase,omitempty"`
 	// Ready is the status of the Ready condition: True, False or Unknown; empty before the manager reported.
-	Ready          string       `json:"ready,omitempty"`
-	ReadyMembers   string       `json:"readyMembers,omitempty"`
-	ReadyReplicas  string       `json:"readyReplicas,omitempty"`
+	Ready         string `json:"ready,omitempty"`
+	ReadyMembers  string `json:"readyMembers,omitempty"`
+	ReadyReplicas string `json:"readyReplicas,omitempty"`
+	// Serving is "serving/desired" servers: writable primaries plus replicas in sync.
+	Serving        string       `json:"serving,omitempty"`
 	StorageClasses string       `json:"storageClasses,omitempty"`
 	LastBackup     *metav1.Time `json:"lastBackup,omitempty"`
 	// Message is the Ready condition's message.
@@ -48,6 +50,10 @@ type ClusterMemberView struct {
 	StorageClass  string       `json:"storageClass,omitempty"`
 	LastBackup    *metav1.Time `json:"lastBackup,omitempty"`
 	LastError     string       `json:"lastError,omitempty"`
+	// Replication is what the member controller reports; absent while nothing reports.
+	Replication *v1alpha1.MemberReplication `json:"replication,omitempty"`
+	// Replicating is the status of the member's Replicating condition: True, False or Unknown.
+	Replicating string `json:"replicating,omitempty"`
 }
 
 // ListClusters reads MySQLClusters from the hub, sorted by namespace and name, members by name.
@@ -95,7 +101,7 @@ func ListClusters(ctx context.Context, hub Hub, opts GetOptions) ([]ClusterView,
 func clusterView(c *v1alpha1.MySQLCluster) ClusterView {
 	v := ClusterView{
 		Namespace: c.Namespace, Name: c.Name, Phase: string(c.Status.Phase),
-		ReadyMembers: c.Status.ReadyMembers, ReadyReplicas: c.Status.ReadyReplicas,
+		ReadyMembers: c.Status.ReadyMembers, ReadyReplicas: c.Status.ReadyReplicas, Serving: c.Status.Serving,
 		StorageClasses: c.Status.StorageClasses, LastBackup: c.Status.LastBackup,
 		Members: []ClusterMemberView{},
 	}
@@ -103,10 +109,18 @@ func clusterView(c *v1alpha1.MySQLCluster) ClusterView {
 		v.Ready, v.Message = string(cond.Status), cond.Message
 	}
 	for _, m := range c.Status.Members {
-		v.Members = append(v.Members, ClusterMemberView{
+		mv := ClusterMemberView{
 			Name: m.Name, Phase: string(m.Phase), ReadyReplicas: m.ReadyReplicas, Replicas: m.Replicas,
 			StorageClass: m.StorageClass, LastBackup: m.LastBackup, LastError: m.LastError,
-		})
+			Replication: m.Replication.DeepCopy(),
+		}
+		if cond := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionReplicating); cond != nil {
+			mv.Replicating = string(cond.Status)
+			if mv.LastError == "" && cond.Status != metav1.ConditionTrue {
+				mv.LastError = cond.Message
+			}
+		}
+		v.Members = append(v.Members, mv)
 	}
 	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].Name < v.Members[j].Name })
 	return v
@@ -123,18 +137,37 @@ func Get(ctx context.Context, hub Hub, opts GetOptions, streams genericiooptions
 	}
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		column("Namespace/Name", false), column("Member", false), column("Phase", false), column("Ready", false),
-		column("Storage Class", false), column("Last Backup", false), column("Message", true),
+		column("Primary", false), column("Serving", false), column("Storage Class", false),
+		column("Last Backup", false), column("Last Primary Change", true), column("Message", true),
 	}}
 	for _, v := range views {
 		members := "-"
 		if v.ReadyMembers != "" {
 			members = v.ReadyMembers + " ready"
 		}
-		table.Rows = append(table.Rows, row(v.Namespace+"/"+v.Name, members, orDash(v.Phase), orDash(v.Ready),
-			orDash(v.StorageClasses), age(v.LastBackup), orDash(v.Message)))
+		table.Rows = append(table.Rows, row(v.Namespace+"/"+v.Name, members, orDash(v.Phase), orDash(v.Ready), "-",
+			orDash(v.Serving), orDash(v.StorageClasses), age(v.LastBackup), "-", orDash(v.Message)))
 		for _, m := range v.Members {
+			primary, serving, change := "-", "-", "-"
+			if r := m.Replication; r != nil {
+				primary = orDash(r.Primary)
+				if r.RequestedPrimary != "" && r.RequestedPrimary != r.Primary {
+					primary += "→" + r.RequestedPrimary // a switchover under way, or refused (see the message)
+				}
+				n := r.ReplicasInSync
+				if r.Primary != "" {
+					n++
+				}
+				serving = fmt.Sprintf("%d/%d", n, m.Replicas)
+				if t := r.LastTransition; t != nil {
+					change = fmt.Sprintf("%s:%s→%s", t.Kind, orDash(t.From), orDash(t.To))
+					if t.ObservedTime != nil {
+						change += "," + age(t.ObservedTime) + "-ago"
+					}
+				}
+			}
 			table.Rows = append(table.Rows, row("", m.Name, orDash(m.Phase), fmt.Sprintf("%d/%d", m.ReadyReplicas, m.Replicas),
-				orDash(m.StorageClass), age(m.LastBackup), orDash(m.LastError)))
+				primary, serving, orDash(m.StorageClass), age(m.LastBackup), change, orDash(m.LastError)))
 		}
 	}
 	empty := "No MySQLClusters found."

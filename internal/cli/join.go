@@ -50,6 +50,11 @@ type JoinOptions struct {
 	TokenWait time.Duration
 	// TokenExpiration is the lifetime asked for a TokenRequest token. Default DefaultTokenExpiration.
 	TokenExpiration time.Duration
+	// SkipMemberController leaves the member controller out: for a member where it is installed otherwise, or
+	// whose Pods run no servers (the local fleet's kwok nodes).
+	SkipMemberController bool
+	// MemberControllerImage is the image the member controller runs. Default DefaultMemberControllerImage.
+	MemberControllerImage string
 }
 
 // TokenSource says where a registration's token came from.
@@ -138,6 +143,9 @@ func (o *JoinOptions) complete() error {
 	if o.TokenWait == 0 {
 		o.TokenWait = DefaultTokenWait
 	}
+	if o.MemberControllerImage == "" {
+		o.MemberControllerImage = DefaultMemberControllerImage()
+	}
 	if o.TokenExpiration == 0 {
 		o.TokenExpiration = DefaultTokenExpiration
 	}
@@ -220,6 +228,11 @@ func Join(ctx context.Context, hub Hub, opts JoinOptions, out io.Writer) (*JoinR
 
 	if err := j.applyAccess(ctx); err != nil {
 		return nil, err
+	}
+	if !opts.SkipMemberController {
+		if err := j.applyMemberController(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if j.ca = mc.caData; len(j.ca) == 0 {
 		if j.ca, err = mc.clusterCA(ctx); err != nil {

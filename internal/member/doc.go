@@ -10,13 +10,17 @@
 //     read from the mysql container (render records it nowhere else, see engineOf). A planned switchover is
 //     requested with the annotation mysqlfleet.io/primary=<ordinal> on the StatefulSet
 //     (v1alpha1.PrimaryAnnotation).
-//   - Credentials: root, with the password from the Secret the mysql container's MYSQL_ROOT_PASSWORD comes
-//     from (the credentials Secret the hub renders). Replicas replicate as root too. A dedicated admin user
-//     and a replication user with least privilege are issue 13 item 5, not done here.
+//   - Credentials: the account v1alpha1.AdminUser, with the password from the credentials Secret (the one the
+//     mysql container's MYSQL_ROOT_PASSWORD comes from, read live: Secrets are get only); replicas replicate
+//     as v1alpha1.ReplicationUser. Render creates both accounts on every server as its data directory is first
+//     initialised (an init script with the binary log off, so that they are nobody's transactions). A server
+//     that refuses the admin login (initialised without that script, by an earlier release) gets them created
+//     by the controller, as root and with the binary log off.
 //   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
 //     <name>-replication; the plan's save-record step writes it before any new primary turns writable.
-//   - Label each Pod mysqlfleet.io/role=primary|replica, or remove the label from Pods that are neither
-//     (unreachable, errant, not replicating), with a merge patch where it differs. After a failed plan labels
+//   - Label each Pod mysqlfleet.io/role=primary|replica (replica only while in sync: within MaxLag), or remove
+//     the label from Pods that are neither (unreachable, errant, not replicating, lagging), with a merge patch
+//     where it differs. The Services <name>/<name>-primary and <name>-replicas select on it. After a failed plan labels
 //     are only removed, never set.
 //   - Write the report (v1alpha1.ReplicationReport, JSON) into the same ConfigMap, only when it changed, with
 //     the resourceVersion the pass read (optimistic concurrency). It holds nothing that changes while the set
@@ -42,5 +46,5 @@
 // member's own credentials, not the hub's, and goes on failing over when the hub is unreachable, which is the
 // point of deciding inside the member; the hub's member credential needs no RBAC or Deployment rights; and it
 // is one controller per member however many MySQLClusters are placed there. The hub only reads the report
-// through the member API server. (`mysqlfleet join` does not install it yet: that is left to issue 13.)
+// through the member API server (internal/cli's MemberController builds what join applies).
 package member

@@ -29,7 +29,7 @@ import (
 )
 
 // DefaultLeaderElectionID is the name of the member controller's Lease.
-const DefaultLeaderElectionID = "mysqlfleet-member"
+const DefaultLeaderElectionID = "mysqlfleet-member-controller"
 
 // Options of the member controller's manager. cmd/member fills them from flags; tests build the same manager
 // in-process.

@@ -41,6 +41,8 @@ const (
 	testNS         = "shop"
 	controllerNS   = "mysqlfleet-system"
 	rootPassword   = `r00t'p@ss/w\d`
+	adminPassword  = `adm;n'pw`
+	replPassword   = `r\epl"pw`
 	convergeWithin = 90 * time.Second
 )
 
@@ -213,7 +215,7 @@ func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.State
 			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}},
 	}
 	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
-		render.Credentials{RootPassword: rootPassword})
+		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -252,6 +254,34 @@ func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.State
 		e.mu.Unlock()
 	}
 	return sts
+}
+
+// initScript is the script the rendered credentials Secret of set name holds for the image's init directory.
+func (e *env) initScript(name string) string {
+	e.t.Helper()
+	sec := &corev1.Secret{}
+	if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: name + "-credentials"}, sec); err != nil {
+		e.t.Fatal(err)
+	}
+	script := string(sec.Data[v1alpha1.InitScriptKey])
+	if script == "" {
+		e.t.Fatalf("the credentials Secret of %s has no %s", name, v1alpha1.InitScriptKey)
+	}
+	return script
+}
+
+// runScript runs an SQL script on the server as root over its socket, in one session, as the official image's
+// entrypoint runs the scripts of its init directory.
+func runScript(t *testing.T, s *mysqltest.Server, script string) {
+	t.Helper()
+	db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec(script); err != nil {
+		t.Fatalf("the init script failed: %v\n%s", err, script)
+	}
 }
 
 // report reads the set's report ConfigMap from the API server; nil while there is none.
@@ -305,7 +335,7 @@ func formed(rep *v1alpha1.ReplicationReport, primary string, replicas ...string)
 
 func openTCP(t *testing.T, a clustering.Address) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", dsn(rootUser, rootPassword, a, 2*time.Second))
+	db, err := sql.Open("mysql", dsn("root", rootPassword, a, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +361,13 @@ func TestMemberController(t *testing.T) {
 	e := startEnv(t)
 	sts := e.addSet("shop", "uid-shop", addrs)
 	key := client.ObjectKeyFromObject(sts)
+	// The official image runs the rendered init script when it initialises a data directory: servers 1 and 2
+	// get it so. Server 0 stands for a data directory initialised without it (an earlier release): the
+	// controller, refused by server 0, creates the accounts there as root.
+	script := e.initScript("shop")
+	for _, s := range servers[1:] {
+		runScript(t, s, script)
+	}
 
 	// A set whose Pods are served by nothing: a port nobody listens on.
 	ghostAddr := clustering.Address{Host: "127.0.0.1", Port: closedPort(t)}

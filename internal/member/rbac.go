@@ -10,7 +10,7 @@ import (
 )
 
 // ServiceAccountName names the member controller's ServiceAccount, and its ClusterRole, Role and bindings.
-const ServiceAccountName = "mysqlfleet-member"
+const ServiceAccountName = "mysqlfleet-member-controller"
 
 // ClusterRules are what the member controller may do in every namespace of its member, and no more:
 //   - StatefulSets: read and watch (it never writes them; the hub does);

@@ -18,16 +18,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
-
-// rootUser is the account the controller administers the servers with, and the account replicas replicate
-// with: the only one render's credentials Secret holds a password for (the official images create root@'%'
-// from MYSQL_ROOT_PASSWORD). A dedicated admin user and a replication user with least privilege are issue 13
-// item 5; root can write past read_only on MariaDB, so this controller never writes data on any server.
-const rootUser = "root"
 
 // Reconciler keeps one StatefulSet's servers a replicated set: each pass observes every server, lets the
 // clustering engine decide, executes the plan, labels the Pods by role and publishes the report. A pass that
@@ -191,7 +187,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	if err != nil {
 		return unobservedReport(s.prev, err), false, true
 	}
-	password, err := r.rootPassword(ctx, s.sts)
+	creds, err := r.credentials(ctx, s.sts)
 	if err != nil {
 		return unobservedReport(s.prev, err), false, true
 	}
@@ -204,14 +200,14 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	dsns := make([]string, len(targets))
 	for i, t := range targets {
 		if t.err == nil {
-			dsns[i] = dsn(rootUser, password, t.addr, r.StatusTimeout)
+			dsns[i] = dsn(v1alpha1.AdminUser, creds.admin, t.addr, r.StatusTimeout)
 		}
 	}
 	servers, openErrs := r.pools.servers(s.key, flavor, dsns)
 	ops := &clustering.ServerOps{
 		Servers:             servers,
-		ReplicationUser:     rootUser,
-		ReplicationPassword: password,
+		ReplicationUser:     v1alpha1.ReplicationUser,
+		ReplicationPassword: creds.replication,
 		ConnectRetry:        r.ReplicaConnectRetry,
 		Save:                func(ctx context.Context, rec clustering.Record) error { return r.saveRecord(ctx, s, rec) },
 	}
@@ -225,6 +221,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 			obs[i] = clustering.Observation{Err: err}
 		}
 	}
+	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
 	plan := clustering.Decide(d, s.rec, obs)
 	execErr := clustering.Execute(ctx, ops, plan.Steps)
 	r.countPass(s.key)
@@ -237,25 +234,89 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	if requestErr != nil && rep.LastError == "" {
 		rep.LastError = requestErr.Error()
 	}
-	return rep, plan.Requeue(), execErr != nil
+	return rep, plan.Requeue() || provisioned, execErr != nil
 }
 
-// rootPassword reads the root password from the credentials Secret, live: Secrets are not cached, so that the
-// controller needs only get on them.
-func (r *Reconciler) rootPassword(ctx context.Context, sts *appsv1.StatefulSet) (string, error) {
-	name, key, err := credentialsSecret(sts)
+// credentials are the passwords a pass uses, from the MySQLCluster's credentials Secret.
+type credentials struct {
+	// admin is the password of v1alpha1.AdminUser, the account the controller works with.
+	admin string
+	// replication is the password of v1alpha1.ReplicationUser, the account replicas replicate with.
+	replication string
+	// root is root's, used only to create those two accounts on a server that lacks them.
+	root string
+}
+
+// credentials reads the passwords from the credentials Secret (the one the mysql container's
+// MYSQL_ROOT_PASSWORD comes from), live: Secrets are not cached, so that the controller needs only get on them.
+func (r *Reconciler) credentials(ctx context.Context, sts *appsv1.StatefulSet) (credentials, error) {
+	name, rootKey, err := credentialsSecret(sts)
 	if err != nil {
-		return "", err
+		return credentials{}, err
 	}
 	sec := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: name}, sec); err != nil {
-		return "", fmt.Errorf("failed to read the credentials Secret %s/%s: %w", sts.Namespace, name, err)
+		return credentials{}, fmt.Errorf("failed to read the credentials Secret %s/%s: %w", sts.Namespace, name, err)
 	}
-	pw := string(sec.Data[key])
-	if pw == "" {
-		return "", fmt.Errorf("the credentials Secret %s/%s has no %q", sts.Namespace, name, key)
+	c := credentials{
+		admin:       string(sec.Data[v1alpha1.AdminPasswordKey]),
+		replication: string(sec.Data[v1alpha1.ReplicationPasswordKey]),
+		root:        string(sec.Data[rootKey]),
 	}
-	return pw, nil
+	for key, pw := range map[string]string{v1alpha1.AdminPasswordKey: c.admin,
+		v1alpha1.ReplicationPasswordKey: c.replication} {
+		if pw == "" {
+			return credentials{}, fmt.Errorf("the credentials Secret %s/%s has no %q", sts.Namespace, name, key)
+		}
+	}
+	return c, nil
+}
+
+// provisionAccounts creates the admin and replication accounts, as root and with the binary log off, on every
+// instance that refused the admin login: a server whose data directory was initialised without the rendered
+// init script (by an earlier release, or an image that does not run /docker-entrypoint-initdb.d). Such an
+// instance stays unreachable for this pass; it tells whether it provisioned any, so that the next pass comes
+// soon. A MySQL server already fenced with super_read_only refuses it and stays unreachable, with the reason.
+func (r *Reconciler) provisionAccounts(ctx context.Context, f mysql.Flavor, targets []target,
+	obs []clustering.Observation, c credentials) bool {
+	log := ctrl.LoggerFrom(ctx)
+	done := false
+	for i, o := range obs {
+		if o.Reachable() || !accessDenied(o.Err) || c.root == "" || targets[i].err != nil {
+			continue
+		}
+		err := func() error {
+			sctx, cancel := context.WithTimeout(ctx, r.StatusTimeout)
+			defer cancel()
+			srv, err := mysql.Open(f, dsn("root", c.root, targets[i].addr, r.StatusTimeout))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = srv.Close() }()
+			for _, u := range []mysql.User{
+				{Kind: mysql.AdminUser, Name: v1alpha1.AdminUser, Password: c.admin},
+				{Kind: mysql.ReplicationUser, Name: v1alpha1.ReplicationUser, Password: c.replication},
+			} {
+				if err := srv.EnsureUserUnlogged(sctx, u); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			obs[i].Err = fmt.Errorf("%w; creating the %s account as root failed too: %w", o.Err, v1alpha1.AdminUser, err)
+			continue
+		}
+		log.Info("Created the admin and replication accounts", "pod", klog.KObj(targets[i].pod))
+		done = true
+	}
+	return done
+}
+
+// accessDenied tells a refused login (MySQL error 1045) from a server that did not answer.
+func accessDenied(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1045
 }
 
 // saveRecord is the plan's save-record step: the record is durable in the ConfigMap before the plan goes on to

@@ -83,12 +83,13 @@ func decisionOf(sts *appsv1.StatefulSet, d clustering.Decision) v1alpha1.Replica
 	return out
 }
 
-// roleLabel is the RoleLabel value an instance's Pod should carry: primary, replica, or none ("").
-func roleLabel(r v1alpha1.ReplicationRole) string {
-	switch r {
-	case v1alpha1.ReplicationRolePrimary:
+// roleLabel is the RoleLabel value an instance's Pod should carry: primary, replica (in sync only: the
+// <name>-replicas Service must not send reads to a replica that lags beyond the bound), or none ("").
+func roleLabel(in v1alpha1.ReplicationInstance) string {
+	switch {
+	case in.Role == v1alpha1.ReplicationRolePrimary:
 		return v1alpha1.RolePrimary
-	case v1alpha1.ReplicationRoleReplica:
+	case in.Role == v1alpha1.ReplicationRoleReplica && in.InSync:
 		return v1alpha1.RoleReplica
 	}
 	return ""
@@ -107,7 +108,7 @@ type labelChange struct {
 func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFailed bool) []labelChange {
 	want := map[string]string{}
 	for _, in := range rep.Instances {
-		want[in.Pod] = roleLabel(in.Role)
+		want[in.Pod] = roleLabel(in)
 	}
 	var out []labelChange
 	for _, p := range pods {

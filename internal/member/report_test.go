@@ -27,7 +27,7 @@ func renderedSet(t *testing.T, engine v1alpha1.Engine, image string) *appsv1.Sta
 		Spec:       v1alpha1.MySQLClusterSpec{Engine: engine, Version: "10.11", Image: image, Replicas: 3},
 	}
 	objs, err := render.Render(mc, placement.Member{Name: "m", Cloud: v1alpha1.CloudAWS},
-		render.Credentials{RootPassword: "pw"})
+		render.Credentials{RootPassword: "pw", AdminPassword: "a", ReplicationPassword: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,19 +189,21 @@ func TestRoleLabelChanges(t *testing.T) {
 		return p
 	}
 	pods := []*corev1.Pod{pod("s-0", "replica"), pod("s-1", "primary"), pod("s-2", "replica"), nil,
-		pod("s-4", "")}
+		pod("s-4", ""), pod("s-5", "replica")}
 	rep := v1alpha1.ReplicationReport{Instances: []v1alpha1.ReplicationInstance{
 		{Pod: "s-0", Role: v1alpha1.ReplicationRolePrimary},
 		{Pod: "s-1", Role: v1alpha1.ReplicationRoleUnreachable},
-		{Pod: "s-2", Role: v1alpha1.ReplicationRoleReplica},
+		{Pod: "s-2", Role: v1alpha1.ReplicationRoleReplica, InSync: true},
 		{Pod: "s-3", Role: v1alpha1.ReplicationRoleUnreachable},
-		{Pod: "s-4", Role: v1alpha1.ReplicationRoleReplica},
+		{Pod: "s-4", Role: v1alpha1.ReplicationRoleReplica, InSync: true},
+		// A replica that lags beyond the bound leaves <name>-replicas until it catches up.
+		{Pod: "s-5", Role: v1alpha1.ReplicationRoleReplica},
 	}}
 	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
-		{Pod: "s-0", Value: "primary"}, {Pod: "s-1"}, {Pod: "s-4", Value: "replica"},
+		{Pod: "s-0", Value: "primary"}, {Pod: "s-1"}, {Pod: "s-4", Value: "replica"}, {Pod: "s-5"},
 	}))
 	// After a failed plan a role is only ever taken away.
-	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1"}}))
+	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1"}, {Pod: "s-5"}}))
 	// A report that saw nothing changes nothing.
 	g.Expect(roleLabelChanges(pods, v1alpha1.ReplicationReport{}, false)).To(BeEmpty())
 }

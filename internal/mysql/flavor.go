@@ -75,6 +75,8 @@ type Flavor interface {
 	WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, timeout time.Duration) error
 	// EnsureUser creates the user if it does not exist, sets its password and grants its role's privileges.
 	EnsureUser(ctx context.Context, db DB, u User) error
+	// UserStatements are the statements EnsureUser runs, for a script that creates the user (InitScript).
+	UserStatements(u User) ([]string, error)
 
 	// DumpCommand is the command line of a consistent logical dump that records the GTID position, so that a
 	// server restored from it can replicate from the dumped source. The password is not on it: give it in

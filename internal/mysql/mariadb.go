@@ -279,6 +279,10 @@ func (MariaDBFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
 	return ensureUser(ctx, db, u, mariadbAdminGrants)
 }
 
+func (MariaDBFlavor) UserStatements(u User) ([]string, error) {
+	return userStatements(u, mariadbAdminGrants)
+}
+
 // DumpCommand uses --gtid with --master-data=1: the dump ends with SET GLOBAL gtid_slave_pos to the position
 // of its snapshot (and starts with CHANGE MASTER TO MASTER_USE_GTID=slave_pos), so a server restored from it
 // replicates from there. --master-data=2 would leave both commented out.

@@ -62,8 +62,12 @@ func (MySQLFlavor) BootOptions() []string {
 		"sync_binlog=1",
 		"innodb_flush_log_at_trx_commit=1",
 		// Every server starts read-only and without replication until the controller tells it its role.
+		// super_read_only is not among the boot options: the official image's entrypoint initialises a new
+		// data directory through a server started with these same options, as root, and super_read_only
+		// would refuse its setup. read_only already stops every account without CONNECTION_ADMIN or SUPER
+		// (the application's); the controller turns super_read_only on whenever it makes a server a replica
+		// or fences it (SetReadOnly sets both).
 		"read_only=ON",
-		"super_read_only=ON",
 		"skip_replica_start=ON",
 		// Loaded at boot, so that the admin user needs no INSTALL PLUGIN and a restarted server knows the
 		// variables at once.
@@ -282,6 +286,10 @@ func (MySQLFlavor) WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, timeo
 
 func (MySQLFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
 	return ensureUser(ctx, db, u, mysqlAdminGrants)
+}
+
+func (MySQLFlavor) UserStatements(u User) ([]string, error) {
+	return userStatements(u, mysqlAdminGrants)
 }
 
 // DumpCommand takes --source-data=2 for the brief global read lock that makes the snapshot and its

@@ -52,10 +52,25 @@ func (u User) validate() error {
 	return nil
 }
 
-// ensureUser runs the statements both engines share; grants are the flavor's.
+// ensureUser runs userStatements.
 func ensureUser(ctx context.Context, db DB, u User, adminGrants []string) error {
-	if err := u.validate(); err != nil {
+	stmts, err := userStatements(u, adminGrants)
+	if err != nil {
 		return err
+	}
+	for _, s := range stmts {
+		if err := db.Exec(ctx, s); err != nil {
+			return fmt.Errorf("failed to set up %s user %s: %w", strings.ToLower(string(u.Kind)), u.Name, err)
+		}
+	}
+	return nil
+}
+
+// userStatements are the statements that create or update u: both engines share them but for the admin
+// user's grants, which are the flavor's.
+func userStatements(u User, adminGrants []string) ([]string, error) {
+	if err := u.validate(); err != nil {
+		return nil, err
 	}
 	acct := account(u.Name, u.Host)
 	pw := quoteString(u.Password)
@@ -77,12 +92,27 @@ func ensureUser(ctx context.Context, db DB, u User, adminGrants []string) error 
 			"CREATE DATABASE IF NOT EXISTS "+quoteIdent(u.Database),
 			"GRANT ALL PRIVILEGES ON "+grantDatabase(u.Database)+".* TO "+acct)
 	}
-	for _, s := range stmts {
-		if err := db.Exec(ctx, s); err != nil {
-			return fmt.Errorf("failed to set up %s user %s: %w", strings.ToLower(string(u.Kind)), u.Name, err)
+	return stmts, nil
+}
+
+// InitScript is an SQL script that creates users on one server as it is first initialised (the official
+// images run /docker-entrypoint-initdb.d/*.sql in one client session), with the binary log off for that
+// session: every server of a set creates them for itself, so they are no server's transactions, and no
+// replica holds them as errant transactions. It runs as root, which may set sql_log_bin.
+func InitScript(f Flavor, users ...User) (string, error) {
+	var b strings.Builder
+	b.WriteString("-- Written by mysqlfleet: the accounts of the member controller and of replication.\n")
+	b.WriteString("SET SESSION sql_log_bin = 0;\n")
+	for _, u := range users {
+		stmts, err := f.UserStatements(u)
+		if err != nil {
+			return "", err
+		}
+		for _, s := range stmts {
+			b.WriteString(s + ";\n")
 		}
 	}
-	return nil
+	return b.String(), nil
 }
 
 // grantDatabase quotes a database name for GRANT, where _ and % are wildcards: app_db would also grant appXdb.

@@ -39,7 +39,8 @@ var configKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 // spec.config: an option file's later lines win, so a user's gtid_mode would silently replace ours.
 var managedOptions = []string{
 	"server_id", "gtid_mode", "enforce_gtid_consistency", "gtid_strict_mode", "log_bin", "datadir", "port", "socket",
-	"bind_address",
+	"bind_address", "read_only", "super_read_only", "skip_slave_start", "skip_replica_start", "log_slave_updates",
+	"log_replica_updates", "sync_binlog", "binlog_format",
 }
 
 // optionPrefixes are the modifiers mysqld accepts in front of any option name (skip-log-bin turns log_bin off).
@@ -60,17 +61,13 @@ func myCnf(c *v1alpha1.MySQLCluster) (string, error) {
 	// to every login and grants written for host names that would not match anyway.
 	b.WriteString("skip-name-resolve\n")
 	b.WriteString("character-set-server = utf8mb4\n")
-	// GTIDs and a row-based binary log on every Pod, so that replicas and point-in-time recovery can be built on
-	// any of them. binlog_format is already ROW by default since MySQL 5.7.7; it is stated for servers that
-	// differ. MariaDB always assigns GTIDs and knows no gtid_mode: its strict mode refuses out-of-order sequence
-	// numbers instead, so that divergence stops replication rather than being applied.
-	b.WriteString("log_bin = binlog\n")
-	b.WriteString("binlog_format = ROW\n")
-	if engine(c) == v1alpha1.EngineMariaDB {
-		b.WriteString("gtid_strict_mode = ON\n")
-	} else {
-		b.WriteString("gtid_mode = ON\n")
-		b.WriteString("enforce_gtid_consistency = ON\n")
+	// The engine's boot options (internal/mysql's Flavor, the same that the tests' real servers boot with): a
+	// row-based binary log with GTIDs on every Pod, replicas logging what they apply, durable commits, and
+	// every server read-only and without replication until the member controller gives it its role.
+	b.WriteString("# replication (the engine's boot options)\n")
+	for _, o := range flavor(c).BootOptions() {
+		name, value, _ := strings.Cut(o, "=")
+		fmt.Fprintf(&b, "%s = %s\n", name, value)
 	}
 
 	keys := make([]string, 0, len(c.Spec.Config))

@@ -19,7 +19,7 @@ var (
 	awsMember   = placement.Member{Name: "aws-eu-west-1", Cloud: v1alpha1.CloudAWS, Region: "eu-west-1"}
 	azureMember = placement.Member{Name: "azure-westeurope", Cloud: v1alpha1.CloudAzure, Region: "westeurope"}
 	gcpMember   = placement.Member{Name: "gcp-us-central1", Cloud: v1alpha1.CloudGCP, Region: "us-central1"}
-	creds       = Credentials{RootPassword: rootPassword, Password: userPassword}
+	creds       = Credentials{RootPassword: rootPassword, Password: userPassword, AdminPassword: "adm1n-Secret-Pq4", ReplicationPassword: "r3pl-Secret-Lm2"}
 )
 
 type option func(*v1alpha1.MySQLCluster)

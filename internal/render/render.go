@@ -48,17 +48,25 @@ type Credentials struct {
 	RootPassword string
 	// Password is spec.user's password; required when spec.user is set and ignored otherwise.
 	Password string
+	// AdminPassword is the member controller's account's (v1alpha1.AdminUser); always required.
+	AdminPassword string
+	// ReplicationPassword is the replication account's (v1alpha1.ReplicationUser); always required.
+	ReplicationPassword string
 }
 
 // Objects is everything one member needs for one MySQLCluster. All returns them in apply order.
 type Objects struct {
 	// Namespace is shared by every MySQLCluster of the same hub namespace, so it carries no cluster labels and
 	// mysqlfleet never deletes it.
-	Namespace           *corev1ac.NamespaceApplyConfiguration
-	Secret              *corev1ac.SecretApplyConfiguration
-	ConfigMap           *corev1ac.ConfigMapApplyConfiguration
-	HeadlessService     *corev1ac.ServiceApplyConfiguration
+	Namespace       *corev1ac.NamespaceApplyConfiguration
+	Secret          *corev1ac.SecretApplyConfiguration
+	ConfigMap       *corev1ac.ConfigMapApplyConfiguration
+	HeadlessService *corev1ac.ServiceApplyConfiguration
+	// Service (<name>) and PrimaryService (<name>-primary) select the primary, ReplicasService
+	// (<name>-replicas) the replicas in sync, by the role label the member controller sets on the Pods.
 	Service             *corev1ac.ServiceApplyConfiguration
+	PrimaryService      *corev1ac.ServiceApplyConfiguration
+	ReplicasService     *corev1ac.ServiceApplyConfiguration
 	StatefulSet         *appsv1ac.StatefulSetApplyConfiguration
 	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
 	// BackupPVC is nil unless backups go to a PVC.
@@ -82,6 +90,8 @@ func (o *Objects) All() []runtime.ApplyConfiguration {
 	add(o.ConfigMap, o.ConfigMap == nil)
 	add(o.HeadlessService, o.HeadlessService == nil)
 	add(o.Service, o.Service == nil)
+	add(o.PrimaryService, o.PrimaryService == nil)
+	add(o.ReplicasService, o.ReplicasService == nil)
 	add(o.StatefulSet, o.StatefulSet == nil)
 	add(o.PodDisruptionBudget, o.PodDisruptionBudget == nil)
 	add(o.BackupPVC, o.BackupPVC == nil)
@@ -103,12 +113,18 @@ func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*O
 	if err != nil {
 		return nil, err
 	}
+	sec, err := secret(c, m, creds)
+	if err != nil {
+		return nil, err
+	}
 	o := &Objects{
 		Namespace:           namespace(c, m),
-		Secret:              secret(c, m, creds),
+		Secret:              sec,
 		ConfigMap:           configMap(c, m, cnf),
 		HeadlessService:     headlessService(c, m),
-		Service:             service(c, m),
+		Service:             service(c, m, c.ServiceName(), v1alpha1.RolePrimary),
+		PrimaryService:      service(c, m, c.PrimaryServiceName(), v1alpha1.RolePrimary),
+		ReplicasService:     service(c, m, c.ReplicasServiceName(), v1alpha1.RoleReplica),
 		StatefulSet:         statefulSet(c, m, cnf),
 		PodDisruptionBudget: podDisruptionBudget(c, m),
 	}
@@ -144,6 +160,8 @@ func validate(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) e
 		return fmt.Errorf("%w: unknown engine %q", ErrInvalid, c.Spec.Engine)
 	case creds.RootPassword == "":
 		return fmt.Errorf("%w: the root password is empty", ErrInvalid)
+	case creds.AdminPassword == "" || creds.ReplicationPassword == "":
+		return fmt.Errorf("%w: the admin or replication password is empty", ErrInvalid)
 	case c.Spec.User != "" && creds.Password == "":
 		return fmt.Errorf("%w: spec.user %q is set but its password is empty", ErrInvalid, c.Spec.User)
 	case StorageClass(c, m) == "":
@@ -309,14 +327,26 @@ func namespace(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.Namespace
 }
 
 // secret holds the passwords in data rather than stringData: stringData is write-only, so a live Secret would never
-// look like the desired one and every pass would re-apply it.
-func secret(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) *corev1ac.SecretApplyConfiguration {
-	data := map[string][]byte{v1alpha1.RootPasswordKey: []byte(creds.RootPassword)}
+// look like the desired one and every pass would re-apply it. It also holds the script that creates the member
+// controller's and replication's accounts on every server at first start (see v1alpha1.InitScriptKey).
+func secret(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*corev1ac.SecretApplyConfiguration, error) {
+	script, err := mysql.InitScript(flavor(c),
+		mysql.User{Kind: mysql.AdminUser, Name: v1alpha1.AdminUser, Password: creds.AdminPassword},
+		mysql.User{Kind: mysql.ReplicationUser, Name: v1alpha1.ReplicationUser, Password: creds.ReplicationPassword})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	data := map[string][]byte{
+		v1alpha1.RootPasswordKey:        []byte(creds.RootPassword),
+		v1alpha1.AdminPasswordKey:       []byte(creds.AdminPassword),
+		v1alpha1.ReplicationPasswordKey: []byte(creds.ReplicationPassword),
+		v1alpha1.InitScriptKey:          []byte(script),
+	}
 	if c.Spec.User != "" {
 		data[v1alpha1.PasswordKey] = []byte(creds.Password)
 	}
 	return corev1ac.Secret(c.CredentialsSecretName(), c.Namespace).
 		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(data)
+		WithData(data), nil
 }

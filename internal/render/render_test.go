@@ -134,6 +134,8 @@ func TestNames(t *testing.T) {
 		"ConfigMap/orders-config":             "demo",
 		"Service/orders-headless":             "demo",
 		"Service/orders":                      "demo",
+		"Service/orders-primary":              "demo",
+		"Service/orders-replicas":             "demo",
 		"StatefulSet/orders":                  "demo",
 		"PodDisruptionBudget/orders":          "demo",
 		"PersistentVolumeClaim/orders-backup": "demo",
@@ -151,13 +153,13 @@ func TestAllInApplyOrder(t *testing.T) {
 		return k
 	}
 	g.Expect(kinds(mustRender(t, fullCluster(), awsMember))).To(Equal([]string{
-		"Namespace", "Secret", "ConfigMap", "Service", "Service", "StatefulSet", "PodDisruptionBudget",
-		"PersistentVolumeClaim", "CronJob",
+		"Namespace", "Secret", "ConfigMap", "Service", "Service", "Service", "Service", "StatefulSet",
+		"PodDisruptionBudget", "PersistentVolumeClaim", "CronJob",
 	}))
 	o := mustRender(t, cluster(), awsMember)
 	g.Expect(o.BackupPVC).To(BeNil())
 	g.Expect(o.BackupCronJob).To(BeNil())
-	g.Expect(kinds(o)).To(HaveLen(7))
+	g.Expect(kinds(o)).To(HaveLen(9))
 	o = mustRender(t, cluster(withBackup("@daily", s3Target(""))), awsMember)
 	g.Expect(o.BackupPVC).To(BeNil(), "an object store needs no volume")
 	g.Expect(o.BackupCronJob).NotTo(BeNil())
@@ -282,14 +284,25 @@ func TestSecret(t *testing.T) {
 	s := mustRender(t, cluster(withUser("shop", "app")), awsMember).Secret
 	g.Expect(*s.Type).To(Equal(corev1.SecretTypeOpaque))
 	g.Expect(s.StringData).To(BeEmpty(), "stringData is write-only and would never compare equal")
+	script := string(s.Data[v1alpha1.InitScriptKey])
+	delete(s.Data, v1alpha1.InitScriptKey)
 	g.Expect(s.Data).To(Equal(map[string][]byte{
-		v1alpha1.RootPasswordKey: []byte(rootPassword),
-		v1alpha1.PasswordKey:     []byte(userPassword),
+		v1alpha1.RootPasswordKey:        []byte(rootPassword),
+		v1alpha1.PasswordKey:            []byte(userPassword),
+		v1alpha1.AdminPasswordKey:       []byte(creds.AdminPassword),
+		v1alpha1.ReplicationPasswordKey: []byte(creds.ReplicationPassword),
 	}))
+	// The accounts' script: the binary log off first, so that no server holds the accounts as a transaction of
+	// its own; then the admin and replication accounts with their passwords.
+	lines := strings.Split(strings.TrimSpace(script), "\n")
+	g.Expect(lines[1]).To(Equal("SET SESSION sql_log_bin = 0;"))
+	g.Expect(script).To(ContainSubstring("CREATE USER IF NOT EXISTS 'mysqlfleet_admin'@'%' IDENTIFIED BY '" +
+		creds.AdminPassword + "';"))
+	g.Expect(script).To(ContainSubstring("GRANT REPLICATION SLAVE ON *.* TO 'mysqlfleet_repl'@'%';"))
+	g.Expect(script).NotTo(ContainSubstring(rootPassword))
 
 	s = mustRender(t, cluster(), awsMember).Secret
-	g.Expect(s.Data).To(Equal(map[string][]byte{v1alpha1.RootPasswordKey: []byte(rootPassword)}),
-		"no user, no user password")
+	g.Expect(s.Data).NotTo(HaveKey(v1alpha1.PasswordKey), "no user, no user password")
 }
 
 func TestPasswordsOnlyInSecret(t *testing.T) {
@@ -304,7 +317,7 @@ func TestPasswordsOnlyInSecret(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				text := string(b)
 				kind := toUnstructured(t, ac).GetKind()
-				for _, pw := range []string{rootPassword, userPassword} {
+				for _, pw := range []string{rootPassword, userPassword, creds.AdminPassword, creds.ReplicationPassword} {
 					encoded := base64.StdEncoding.EncodeToString([]byte(pw))
 					g.Expect(text).NotTo(ContainSubstring(pw), "%s holds a password in plain text", kind)
 					if kind == "Secret" {
@@ -330,7 +343,8 @@ func TestConfigMap(t *testing.T) {
 	g.Expect(strings.SplitN(cnf, "[mysqld]\n", 2)).To(HaveLen(2), "one [mysqld] section")
 	for _, line := range []string{
 		"datadir = /var/lib/mysql/data", "skip-name-resolve", "character-set-server = utf8mb4", "gtid_mode = ON",
-		"enforce_gtid_consistency = ON", "log_bin = binlog", "binlog_format = ROW",
+		"enforce_gtid_consistency = ON", "log_bin = binlog", "read_only = ON", "skip_replica_start = ON",
+		"plugin_load_add = semisync_source.so",
 	} {
 		g.Expect(cnf).To(ContainSubstring("\n" + line + "\n"))
 	}
@@ -368,8 +382,12 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(*pod.SecurityContext.RunAsUser).To(BeEquivalentTo(999))
 	g.Expect(*pod.SecurityContext.FSGroup).To(BeEquivalentTo(999))
 	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
-	g.Expect(pod.Volumes).To(HaveLen(1))
+	g.Expect(pod.Volumes).To(HaveLen(2))
 	g.Expect(*pod.Volumes[0].ConfigMap.Name).To(Equal("orders-config"))
+	// Only the accounts' script of the credentials Secret, in the image's init directory.
+	g.Expect(*pod.Volumes[1].Secret.SecretName).To(Equal("orders-credentials"))
+	g.Expect(pod.Volumes[1].Secret.Items).To(HaveLen(1))
+	g.Expect(*pod.Volumes[1].Secret.Items[0].Key).To(Equal(v1alpha1.InitScriptKey))
 
 	g.Expect(pod.Containers).To(HaveLen(1))
 	ctr := pod.Containers[0]
@@ -388,7 +406,8 @@ func TestStatefulSet(t *testing.T) {
 	for _, m := range ctr.VolumeMounts {
 		mounts[*m.Name] = *m.MountPath
 	}
-	g.Expect(mounts).To(Equal(map[string]string{"data": "/var/lib/mysql", "config": "/etc/mysql/conf.d"}))
+	g.Expect(mounts).To(Equal(map[string]string{"data": "/var/lib/mysql", "config": "/etc/mysql/conf.d",
+		"init": "/docker-entrypoint-initdb.d"}))
 
 	env := map[string]*corev1ac.EnvVarApplyConfiguration{}
 	for _, e := range ctr.Env {
@@ -434,8 +453,19 @@ func TestServices(t *testing.T) {
 	s := o.Service.Spec
 	g.Expect(*s.Type).To(Equal(corev1.ServiceTypeClusterIP))
 	g.Expect(*s.Ports[0].Port).To(BeEquivalentTo(3306))
-	g.Expect(s.Selector).To(HaveKeyWithValue(appsv1.StatefulSetPodNameLabel, "orders-0"),
-		"without replication, clients must all reach the same server")
+	// The read-write names select the primary, the read-only name the replicas in sync, by the role label the
+	// member controller sets; never a Pod by ordinal.
+	withRole := func(role string) map[string]string {
+		sel := Selector(cluster())
+		sel[v1alpha1.RoleLabel] = role
+		return sel
+	}
+	g.Expect(s.Selector).To(Equal(withRole("primary")))
+	g.Expect(*o.PrimaryService.Name).To(Equal("orders-primary"))
+	g.Expect(o.PrimaryService.Spec.Selector).To(Equal(withRole("primary")))
+	g.Expect(*o.ReplicasService.Name).To(Equal("orders-replicas"))
+	g.Expect(o.ReplicasService.Spec.Selector).To(Equal(withRole("replica")))
+	g.Expect(s.Selector).NotTo(HaveKey(appsv1.StatefulSetPodNameLabel))
 
 	c := cluster()
 	c.Spec.ServiceType = corev1.ServiceTypeLoadBalancer
@@ -465,7 +495,8 @@ func TestRenderErrors(t *testing.T) {
 		{"no member name", cluster(), placement.Member{Cloud: v1alpha1.CloudAWS}, creds, "member has no name"},
 		{"no version or image", func() *v1alpha1.MySQLCluster { c := cluster(); c.Spec.Version = ""; return c }(), awsMember, creds, "spec.version"},
 		{"no root password", cluster(), awsMember, Credentials{}, "root password"},
-		{"user without password", cluster(withUser("shop", "app")), awsMember, Credentials{RootPassword: "x"}, `spec.user "app"`},
+		{"no admin password", cluster(), awsMember, Credentials{RootPassword: "x", ReplicationPassword: "y"}, "admin or replication password"},
+		{"user without password", cluster(withUser("shop", "app")), awsMember, Credentials{RootPassword: "x", AdminPassword: "a", ReplicationPassword: "r"}, `spec.user "app"`},
 		{"unknown cloud", cluster(), placement.Member{Name: "x", Cloud: "oracle"}, creds, `unknown cloud "oracle"`},
 		{"unknown cloud for the backup volume", cluster(withStorageClassName("fast"), withBackup("@daily", pvcTarget())), placement.Member{Name: "x", Cloud: "oracle"}, creds, "no backup storage class"},
 		{"managed option", cluster(withConfig(map[string]string{"gtid-mode": "OFF"})), awsMember, creds, "mysqlfleet manages gtid_mode"},
@@ -561,4 +592,19 @@ func TestEngines(t *testing.T) {
 			g.Expect(strings.Fields(dump)[0]).To(Equal(tt.dump))
 		})
 	}
+}
+
+// spec.primaries reaches the member controller as an annotation on that member's StatefulSet only, never on the
+// Pod template (which would roll the Pods).
+func TestPrimaryRequestAnnotatesOnlyThatMembersStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster()
+	c.Spec.Replicas = 3
+	c.Spec.Primaries = map[string]int32{awsMember.Name: 2}
+	sts := mustRender(t, c, awsMember).StatefulSet
+	g.Expect(sts.Annotations).To(Equal(map[string]string{v1alpha1.PrimaryAnnotation: "2"}))
+	g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(v1alpha1.PrimaryAnnotation))
+	g.Expect(mustRender(t, c, gcpMember).StatefulSet.Annotations).To(BeEmpty())
+	before := mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template
+	g.Expect(sts.Spec.Template).To(Equal(before), "a switchover request changes no Pod")
 }

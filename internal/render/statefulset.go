@@ -1,6 +1,8 @@
 package render
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,6 +26,11 @@ const (
 	// restricted Pod Security Standard.
 	mysqlUID         int64 = 999
 	configVolumeName       = "config"
+	initVolumeName         = "init"
+	// InitMountPath is where the official images look for scripts to run when they initialise a data directory.
+	InitMountPath = "/docker-entrypoint-initdb.d"
+	// initScriptFile is the credentials Secret's init script as a file there.
+	initScriptFile = "mysqlfleet-accounts.sql"
 )
 
 // serverScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the
@@ -64,6 +71,7 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(v1alpha1.DataVolumeName).WithMountPath(DataMountPath),
 			corev1ac.VolumeMount().WithName(configVolumeName).WithMountPath(ConfigMountPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(initVolumeName).WithMountPath(InitMountPath).WithReadOnly(true),
 		).
 		// The startup probe covers first initialisation and InnoDB crash recovery (up to 10 minutes), during
 		// which mysqld does not listen; only then do liveness and readiness start.
@@ -90,8 +98,15 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 		WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(cnf)}).
 		WithSpec(corev1ac.PodSpec().
 			WithContainers(container).
-			WithVolumes(corev1ac.Volume().WithName(configVolumeName).
-				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(c.ConfigMapName()))).
+			WithVolumes(
+				corev1ac.Volume().WithName(configVolumeName).
+					WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(c.ConfigMapName())),
+				// Only the init script, readable by the mysql user alone (fsGroup), so that no password lies
+				// about in the image's init directory beyond it. defaultMode is stated: the server defaults it.
+				corev1ac.Volume().WithName(initVolumeName).
+					WithSecret(corev1ac.SecretVolumeSource().WithSecretName(c.CredentialsSecretName()).
+						WithItems(corev1ac.KeyToPath().WithKey(v1alpha1.InitScriptKey).WithPath(initScriptFile)).
+						WithDefaultMode(0o440))).
 			WithSecurityContext(podSecurityContext()).
 			// Service links would add variables for every Service in a namespace that other MySQLClusters
 			// share; one named "mysql" would even set MYSQL_PORT to a URL.
@@ -99,8 +114,14 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 			// Time for mysqld to flush dirty pages on shutdown, so that the next start needs no crash recovery.
 			WithTerminationGracePeriodSeconds(60))
 
-	return appsv1ac.StatefulSet(c.StatefulSetName(), c.Namespace).
-		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+	sts := appsv1ac.StatefulSet(c.StatefulSetName(), c.Namespace).
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase))
+	// A planned switchover is asked of the member controller on the StatefulSet's own metadata (not its Pod
+	// template, which would roll the Pods); an entry removed from spec.primaries drops the annotation.
+	if ordinal, ok := c.Spec.Primaries[m.Name]; ok {
+		sts.WithAnnotations(map[string]string{v1alpha1.PrimaryAnnotation: strconv.Itoa(int(ordinal))})
+	}
+	return sts.
 		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(replicas(c)).
 			WithServiceName(c.HeadlessServiceName()).
@@ -232,13 +253,14 @@ func headlessService(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.Ser
 			WithPorts(servicePort()))
 }
 
-// service is what applications connect to. It selects the Pod with ordinal 0 only: mysqlfleet does not set up
-// replication between a member's Pods, so every Pod is an independent server, and spreading connections over
-// them would split the data. Widen the selector to Selector(c) once replicas replicate from ordinal 0.
-func service(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.ServiceApplyConfiguration {
+// service selects the Pods of one role, by the role label the member controller sets: role primary for <name>
+// and <name>-primary (read-write), role replica for <name>-replicas (read-only). A Pod without the label (not
+// yet given a role, unreachable, errant, or a replica out of sync) is in no Service. Before replication, the
+// client Service selected the Pod of ordinal 0; it now follows the primary wherever it moves.
+func service(c *v1alpha1.MySQLCluster, m placement.Member, name, role string) *corev1ac.ServiceApplyConfiguration {
 	sel := Selector(c)
-	sel[appsv1.StatefulSetPodNameLabel] = c.StatefulSetName() + "-0"
-	return corev1ac.Service(c.ServiceName(), c.Namespace).
+	sel[v1alpha1.RoleLabel] = role
+	return corev1ac.Service(name, c.Namespace).
 		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(orDefault(c.Spec.ServiceType, corev1.ServiceTypeClusterIP)).

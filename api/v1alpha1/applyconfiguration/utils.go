@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.BackupTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BucketTarget"):
 		return &apiv1alpha1.BucketTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MemberReplication"):
+		return &apiv1alpha1.MemberReplicationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberStatus"):
 		return &apiv1alpha1.MemberStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"):
@@ -56,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PlannedObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PVCTarget"):
 		return &apiv1alpha1.PVCTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationTransition"):
+		return &apiv1alpha1.ReplicationTransitionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Storage"):

@@ -46,10 +46,14 @@ type Server struct {
 	DataDir string
 
 	t       testing.TB
+	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	errLog  string
 	stopped atomic.Bool
+	// binary and args start the server again (Restart).
+	binary string
+	args   []string
 }
 
 // Option changes how a server starts.
@@ -62,6 +66,42 @@ type config struct {
 // WithArgs adds mariadbd command-line options (--name=value), after the defaults so that they win.
 func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// placementOptions say where a server keeps its files and listens: the test decides those, whatever an option
+// file says.
+var placementOptions = map[string]bool{"datadir": true, "port": true, "socket": true, "bind_address": true,
+	"pid_file": true, "log_error": true, "tmpdir": true, "user": true}
+
+// WithOptionFile boots the server with the [mysqld] section of an option file (my.cnf), as a Pod's server reads
+// the one its ConfigMap holds: every option but those that place its files and port, after the defaults so
+// that they win. A line that is not name = value (or a bare name) fails the test.
+func WithOptionFile(cnf string) Option {
+	return func(c *config) {
+		section := ""
+		for _, line := range strings.Split(cnf, "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+				continue
+			case strings.HasPrefix(line, "["):
+				section = strings.Trim(line, "[]")
+				continue
+			case section != "mysqld":
+				continue
+			}
+			name, value, hasValue := strings.Cut(line, "=")
+			name = strings.TrimSpace(name)
+			if placementOptions[strings.ReplaceAll(name, "-", "_")] {
+				continue
+			}
+			if !hasValue {
+				c.args = append(c.args, "--"+name)
+				continue
+			}
+			c.args = append(c.args, "--"+name+"="+strings.TrimSpace(value))
+		}
+	}
 }
 
 // RootDSN is a go-sql-driver DSN for root over the server's Unix socket. root has no password (the data
@@ -216,7 +256,6 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		DataDir:  dataDir,
 		t:        t,
 		errLog:   filepath.Join(dir, "error.log"),
-		exited:   make(chan struct{}),
 	}
 	args := []string{
 		"--no-defaults", // must come first: no /etc/mysql/my.cnf
@@ -239,8 +278,22 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		args = append(args, "--user=root")
 	}
 	args = append(args, cfg.args...)
-	cmd := exec.Command(in.mariadbd, args...)
-	cmd.Dir = dir
+	s.binary, s.args = in.mariadbd, args
+	t.Cleanup(s.Stop)
+	if err := s.run(); err != nil {
+		log := s.errorLogTail()
+		if strings.Contains(log, "Address already in use") || strings.Contains(log, "Do you already have another") {
+			return nil, fmt.Errorf("port %d: %w", port, errPortInUse)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// run starts mariadbd with the server's arguments and waits until it answers.
+func (s *Server) run() error {
+	cmd := exec.Command(s.binary, s.args...)
+	cmd.Dir = filepath.Dir(s.DataDir)
 	// If the test binary dies (panic, timeout, kill -9) the kernel kills the server too. Pdeathsig follows the
 	// thread that started the child; Go does not end its threads while they are in use, and the servers are
 	// stopped on Cleanup anyway.
@@ -248,24 +301,33 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("failed to start mariadbd: %w", err)
+		return fmt.Errorf("failed to start mariadbd: %w", err)
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	s.stopped.Store(false)
 	go func() {
 		_ = cmd.Wait()
-		close(s.exited)
+		close(exited)
 	}()
-	t.Cleanup(s.Stop)
 	if err := s.waitReady(60 * time.Second); err != nil {
 		s.Stop()
-		log := s.errorLogTail()
-		if strings.Contains(log, "Address already in use") || strings.Contains(log, "Do you already have another") {
-			return nil, fmt.Errorf("port %d: %w", port, errPortInUse)
-		}
-		return nil, fmt.Errorf("mariadbd (server_id %d, port %d) did not start: %v\n%s\n%s", s.ServerID, port, err,
-			out.String(), log)
+		return fmt.Errorf("mariadbd (server_id %d, port %d) did not start: %v\n%s\n%s", s.ServerID, s.Port, err,
+			out.String(), s.errorLogTail())
 	}
-	return s, nil
+	return nil
+}
+
+// Restart starts a stopped or killed server again on its data directory, port and options, as a Pod's
+// container restarts on its volume, and waits until it answers.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.run(); err != nil {
+		s.t.Fatalf("mysqltest: restart: %v", err)
+	}
 }
 
 // smallServer keeps each server's memory and files small; tests start many.
@@ -293,12 +355,19 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not ready after %s: %w", timeout, err)
 		}
+		cmd, exited := s.process()
 		select {
-		case <-s.exited:
-			return fmt.Errorf("mariadbd exited: %s", s.cmd.ProcessState)
+		case <-exited:
+			return fmt.Errorf("mariadbd exited: %s", cmd.ProcessState)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+func (s *Server) process() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd, s.exited
 }
 
 // Stop shuts the server down (SIGTERM, then SIGKILL after 10s). It runs on Cleanup; tests may call it earlier
@@ -307,12 +376,16 @@ func (s *Server) Stop() {
 	if !s.stopped.CompareAndSwap(false, true) {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	cmd, exited := s.process()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-s.exited:
+	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 
@@ -321,8 +394,12 @@ func (s *Server) Kill() {
 	if !s.stopped.CompareAndSwap(false, true) {
 		return
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
+	cmd, exited := s.process()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
 }
 
 // ErrorLog is the server's error log so far, for failure messages.

@@ -109,6 +109,42 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
+  map:
+    fields:
+    - name: decision
+      type:
+        scalar: string
+    - name: errantReplicas
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: error
+      type:
+        scalar: string
+    - name: lastTransition
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ReplicationTransition
+    - name: maxLagSeconds
+      type:
+        scalar: numeric
+    - name: primary
+      type:
+        scalar: string
+    - name: replicasInSync
+      type:
+        scalar: numeric
+    - name: requestedPrimary
+      type:
+        scalar: string
+    - name: unreachable
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberStatus
   map:
     fields:
@@ -171,6 +207,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: replicas
       type:
         scalar: numeric
+    - name: replication
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
     - name: storageClass
       type:
         scalar: string
@@ -223,6 +262,11 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: placement
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Placement
+    - name: primaries
+      type:
+        map:
+          elementType:
+            scalar: numeric
     - name: replicas
       type:
         scalar: numeric
@@ -275,6 +319,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: readyReplicas
+      type:
+        scalar: string
+    - name: serving
       type:
         scalar: string
     - name: storageClasses
@@ -332,6 +379,24 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: name
+      type:
+        scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ReplicationTransition
+  map:
+    fields:
+    - name: from
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: observedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: reason
+      type:
+        scalar: string
+    - name: to
       type:
         scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.SecretReference

@@ -37,7 +37,8 @@ type MemberStatusApplyConfiguration struct {
 	StorageClass *string `json:"storageClass,omitempty"`
 	// Replicas is the desired number of Pods.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// ReadyReplicas is the number of ready Pods the member reports.
+	// ReadyReplicas is the number of ready Pods the member reports: servers that answer, whatever their role.
+	// Replication says which of them serve as primary and as replicas in sync.
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
 	// BoundVolumes is the number of the database's data PersistentVolumeClaims that are bound.
 	BoundVolumes *int32             `json:"boundVolumes,omitempty"`
@@ -59,8 +60,11 @@ type MemberStatusApplyConfiguration struct {
 	Conflicts []ObjectRefApplyConfiguration `json:"conflicts,omitempty"`
 	// Adopted are the objects this MySQLCluster took over in this member through the mysqlfleet.io/adopt
 	// annotation; an adopted PersistentVolumeClaim also carries the annotation mysqlfleet.io/adopted-from.
-	Adopted    []ObjectRefApplyConfiguration        `json:"adopted,omitempty"`
-	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	Adopted []ObjectRefApplyConfiguration `json:"adopted,omitempty"`
+	// Replication is the member's replicated set as its member controller last reported it (see
+	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
+	Replication *MemberReplicationApplyConfiguration `json:"replication,omitempty"`
+	Conditions  []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // MemberStatusApplyConfiguration constructs a declarative configuration of the MemberStatus type for use with
@@ -201,6 +205,14 @@ func (b *MemberStatusApplyConfiguration) WithAdopted(values ...*ObjectRefApplyCo
 		}
 		b.Adopted = append(b.Adopted, *values[i])
 	}
+	return b
+}
+
+// WithReplication sets the Replication field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replication field is set to the value of the last call.
+func (b *MemberStatusApplyConfiguration) WithReplication(value *MemberReplicationApplyConfiguration) *MemberStatusApplyConfiguration {
+	b.Replication = value
 	return b
 }
 

@@ -37,10 +37,17 @@ type MySQLClusterSpecApplyConfiguration struct {
 	Image *string `json:"image,omitempty"`
 	// Replicas is the number of MySQL Pods in each member.
 	Replicas *int32 `json:"replicas,omitempty"`
+	// Primaries requests planned switchovers: member name to the ordinal of the Pod that should be the primary
+	// there (1 for <name>-1). The member controller moves the primary once the target is a healthy replica in
+	// sync, fencing the old primary (read-only, connections ended) and promoting the target when it holds every
+	// transaction; it refuses a target that is unhealthy, errant or behind, and the member's PrimaryAsRequested
+	// condition says why. The entry may stay after the switch; removing it leaves the primary where it is.
+	Primaries map[string]int32 `json:"primaries,omitempty"`
 	// Resources of the mysqld container.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
-	// sets per Pod (server-id, gtid, binary log, datadir, port, socket) cannot be set here.
+	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket) cannot
+	// be set here.
 	Config map[string]string `json:"config,omitempty"`
 	// ServiceType of the client Service.
 	ServiceType *v1.ServiceType `json:"serviceType,omitempty"`
@@ -97,6 +104,20 @@ func (b *MySQLClusterSpecApplyConfiguration) WithImage(value string) *MySQLClust
 // If called multiple times, the Replicas field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithReplicas(value int32) *MySQLClusterSpecApplyConfiguration {
 	b.Replicas = &value
+	return b
+}
+
+// WithPrimaries puts the entries into the Primaries field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Primaries field,
+// overwriting an existing map entries in Primaries field with the same key.
+func (b *MySQLClusterSpecApplyConfiguration) WithPrimaries(entries map[string]int32) *MySQLClusterSpecApplyConfiguration {
+	if b.Primaries == nil && len(entries) > 0 {
+		b.Primaries = make(map[string]int32, len(entries))
+	}
+	for k, v := range entries {
+		b.Primaries[k] = v
+	}
 	return b
 }
 

@@ -37,8 +37,12 @@ type MySQLClusterStatusApplyConfiguration struct {
 	Phase              *apiv1alpha1.Phase `json:"phase,omitempty"`
 	// ReadyMembers is "ready/placed", e.g. "2/3".
 	ReadyMembers *string `json:"readyMembers,omitempty"`
-	// ReadyReplicas is "ready/desired" summed over the members, e.g. "5/6".
+	// ReadyReplicas is "ready/desired" Pods summed over the members, e.g. "5/6".
 	ReadyReplicas *string `json:"readyReplicas,omitempty"`
+	// Serving is "serving/desired" servers summed over the members, e.g. "5/6": writable primaries plus replicas
+	// in sync, as the members' controllers report them. A server that is up but in no role (not yet
+	// replicating, lagging, errant) is not serving.
+	Serving *string `json:"serving,omitempty"`
 	// StorageClasses lists the storage classes in use, one per distinct class, comma separated.
 	StorageClasses *string `json:"storageClasses,omitempty"`
 	// LastBackup is the oldest of the members' last successful backups: every member has a backup at least this
@@ -84,6 +88,14 @@ func (b *MySQLClusterStatusApplyConfiguration) WithReadyMembers(value string) *M
 // If called multiple times, the ReadyReplicas field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithReadyReplicas(value string) *MySQLClusterStatusApplyConfiguration {
 	b.ReadyReplicas = &value
+	return b
+}
+
+// WithServing sets the Serving field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Serving field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithServing(value string) *MySQLClusterStatusApplyConfiguration {
+	b.Serving = &value
 	return b
 }
 

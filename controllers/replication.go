@@ -1,0 +1,237 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// readReport reads what the member controller reports on the StatefulSet sts (this MySQLCluster's own), from
+// the member cache: the ConfigMap v1alpha1.ReplicationReportName, when it reports on that StatefulSet (by UID:
+// a report left by a predecessor StatefulSet of the same name says nothing about this one). It is nil while
+// there is none.
+func readReport(ctx context.Context, mc client.Client, sts *appsv1.StatefulSet) (*v1alpha1.ReplicationReport, error) {
+	var cm corev1.ConfigMap
+	key := client.ObjectKey{Namespace: sts.Namespace, Name: v1alpha1.ReplicationReportName(sts.Name)}
+	if err := mc.Get(ctx, key, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if cm.Annotations[v1alpha1.StatefulSetUIDAnnotation] != string(sts.UID) {
+		return nil, nil
+	}
+	data := cm.Data[v1alpha1.ReplicationReportKey]
+	if data == "" {
+		return nil, nil
+	}
+	var rep v1alpha1.ReplicationReport
+	if err := json.Unmarshal([]byte(data), &rep); err != nil {
+		return nil, fmt.Errorf("the replication report %s cannot be read: %w", key, err)
+	}
+	return &rep, nil
+}
+
+// memberReplication is the hub's view of a report. The transition's observed time is the one the hub recorded
+// when it first read that transition (prev), or now.
+func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberReplication,
+	now metav1.Time) *v1alpha1.MemberReplication {
+	if rep == nil {
+		return nil
+	}
+	mr := &v1alpha1.MemberReplication{Decision: rep.Decision.Kind, Error: rep.LastError}
+	for _, in := range rep.Instances {
+		switch in.Role {
+		case v1alpha1.ReplicationRolePrimary:
+			if in.Pod == rep.Primary {
+				mr.Primary = in.Pod
+			}
+		case v1alpha1.ReplicationRoleReplica:
+			if in.InSync {
+				mr.ReplicasInSync++
+			}
+		case v1alpha1.ReplicationRoleErrant:
+			mr.ErrantReplicas = append(mr.ErrantReplicas, in.Pod)
+		case v1alpha1.ReplicationRoleUnreachable:
+			mr.Unreachable = append(mr.Unreachable, in.Pod)
+		}
+		if in.LagSeconds != nil && (mr.MaxLagSeconds == nil || *in.LagSeconds > *mr.MaxLagSeconds) {
+			lag := *in.LagSeconds
+			mr.MaxLagSeconds = &lag
+		}
+	}
+	if t := rep.LastTransition; t != nil {
+		mr.LastTransition = &v1alpha1.ReplicationTransition{Kind: t.Kind, From: t.From, To: t.To, Reason: t.Reason,
+			ObservedTime: &now}
+		if prev != nil && prev.LastTransition != nil && sameTransition(*prev.LastTransition, *mr.LastTransition) {
+			mr.LastTransition.ObservedTime = prev.LastTransition.ObservedTime
+		}
+	}
+	return mr
+}
+
+func sameTransition(a, b v1alpha1.ReplicationTransition) bool {
+	return a.Kind == b.Kind && a.From == b.From && a.To == b.To && a.Reason == b.Reason
+}
+
+// replicationVerdict decides the member's Replicating condition from the report: True for a writable primary
+// and every replica in sync; Unknown while nothing reports (no member controller runs in the member, or it
+// has not made its first pass: nothing is claimed that nobody saw); False otherwise, with the most specific
+// reason. needsPerson tells a state that does not mend by itself (errant replicas, a set the controller
+// cannot look at, a refused decision) from one on its way (bootstrap, a replica catching up).
+func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationReport,
+	mr *v1alpha1.MemberReplication) (status metav1.ConditionStatus, reason, msg string, needsPerson bool) {
+	if rep == nil {
+		return metav1.ConditionUnknown, v1alpha1.ReasonNoReport, fmt.Sprintf("no member controller has "+
+			"reported on StatefulSet %s in this member yet (it is installed by mysqlfleet join)", sts), false
+	}
+	want := max(replicas-1, 0)
+	switch {
+	case rep.Decision.Kind == "Unobserved":
+		return metav1.ConditionFalse, v1alpha1.ReasonUnobserved,
+			orText(rep.LastError, orText(rep.Decision.Reason, "the member controller could not look at the servers")), true
+	case len(mr.ErrantReplicas) > 0:
+		return metav1.ConditionFalse, v1alpha1.ReasonErrantReplicas, fmt.Sprintf("%s hold transactions the "+
+			"primary does not have: fenced until rebuilt", strings.Join(mr.ErrantReplicas, ", ")), true
+	case mr.Primary == "":
+		return metav1.ConditionFalse, v1alpha1.ReasonNoPrimary, orText(rep.LastError, "no primary yet"),
+			rep.Decision.Kind == "Refused"
+	case mr.ReplicasInSync < want:
+		return metav1.ConditionFalse, v1alpha1.ReasonReplicasNotInSync, fmt.Sprintf("%s is the primary; "+
+				"%d/%d replicas in sync%s", mr.Primary, mr.ReplicasInSync, want, suffix(notInSync(rep))),
+			rep.Decision.Kind == "Refused"
+	case want == 0:
+		return metav1.ConditionTrue, v1alpha1.ReasonSingleServer, mr.Primary + " is the primary", false
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonReplicating,
+		fmt.Sprintf("%s is the primary; %d/%d replicas in sync", mr.Primary, mr.ReplicasInSync, want), false
+}
+
+// notInSync names the instances that are neither the primary nor a replica in sync, with what the report says
+// of each.
+func notInSync(rep *v1alpha1.ReplicationReport) string {
+	var out []string
+	for _, in := range rep.Instances {
+		if in.Pod == rep.Primary || (in.Role == v1alpha1.ReplicationRoleReplica && in.InSync) {
+			continue
+		}
+		s := in.Pod + " " + string(in.Role)
+		if in.Error != "" {
+			s += " (" + in.Error + ")"
+		} else if in.LagSeconds != nil {
+			s += fmt.Sprintf(" (%ds behind)", *in.LagSeconds)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// serving counts the member's servers that serve in their role: the writable primary and the replicas in sync.
+func serving(mr *v1alpha1.MemberReplication) int {
+	if mr == nil || mr.Primary == "" {
+		return 0
+	}
+	return 1 + int(mr.ReplicasInSync)
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// requestedPrimary is the Pod spec.primaries names for the member, "" without a request.
+func requestedPrimary(c *v1alpha1.MySQLCluster, member string) string {
+	n, ok := c.Spec.Primaries[member]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s-%d", c.StatefulSetName(), n)
+}
+
+// switchoverVerdict decides the member's PrimaryAsRequested condition while spec.primaries names a Pod for it
+// (ok false: no request, no condition): True once that Pod is the primary; False while the member controller
+// moves the primary there, or refuses to (its decision Refused, whose reason says why: the target lags, is
+// unhealthy or errant); Unknown while nothing reports.
+func switchoverVerdict(requested string, rep *v1alpha1.ReplicationReport) (status metav1.ConditionStatus, reason,
+	msg string, ok bool) {
+	switch {
+	case requested == "":
+		return "", "", "", false
+	case rep == nil:
+		return metav1.ConditionUnknown, v1alpha1.ReasonNoReport, "no member controller reports on this set", true
+	case rep.Primary == requested:
+		return metav1.ConditionTrue, v1alpha1.ReasonPrimaryAsRequested, requested + " is the primary", true
+	case rep.Decision.Kind == "Refused":
+		return metav1.ConditionFalse, v1alpha1.ReasonSwitchoverRefused,
+			fmt.Sprintf("switchover to %s refused: %s", requested, rep.Decision.Reason), true
+	}
+	return metav1.ConditionFalse, v1alpha1.ReasonSwitchoverInProgress,
+		fmt.Sprintf("moving the primary from %s to %s", orText(rep.Primary, "(none)"), requested), true
+}
+
+// newTransition is the member's change of primary that the hub read for the first time in this pass, nil if
+// there is none.
+func newTransition(before *v1alpha1.MySQLClusterStatus, now v1alpha1.MemberStatus) *v1alpha1.ReplicationTransition {
+	if now.Replication == nil || now.Replication.LastTransition == nil {
+		return nil
+	}
+	t := now.Replication.LastTransition
+	if prev := previousMember(before, now.Name).Replication; prev != nil && prev.LastTransition != nil &&
+		sameTransition(*prev.LastTransition, *t) {
+		return nil
+	}
+	return t
+}
+
+// emitReplicationEvents records an Event on the MySQLCluster for each change of primary a member reported since
+// the last status write (a failover is a Warning: a server was lost), and counts failovers.
+func (r *MySQLClusterReconciler) emitReplicationEvents(s *scope) {
+	for _, m := range s.cluster.Status.Members {
+		t := newTransition(s.before, m)
+		if t == nil {
+			continue
+		}
+		if t.Kind == "Failover" {
+			failovers.WithLabelValues(s.cluster.Namespace, s.cluster.Name, m.Name).Inc()
+		}
+		if r.Recorder == nil {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if t.Kind == "Failover" {
+			typ = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("member %s: %s", m.Name, t.Kind)
+		if t.From != "" {
+			note += " from " + t.From
+		}
+		if t.To != "" {
+			note += " to " + t.To
+		}
+		if t.Reason != "" {
+			note += ": " + t.Reason
+		}
+		r.Recorder.Eventf(s.cluster, nil, typ, t.Kind, "Replication", "%s", note)
+	}
+}

@@ -1,0 +1,367 @@
+package controllers_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/member"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
+)
+
+// podServers stands real mariadbd processes behind one member's kwok Pods, as a kubelet would run the image:
+// each server boots with the member's rendered my.cnf (the MySQLCluster's ConfigMap there) and runs the
+// rendered init script (its credentials Secret) on its new data directory, as the image's entrypoint does. The
+// member controller reaches a Pod's server through resolve: the only seam between it and production, where it
+// dials the Pod IP.
+type podServers struct {
+	t     *testing.T
+	mu    sync.Mutex
+	byPod map[string]*mysqltest.Server
+}
+
+func (p *podServers) resolve(pod *corev1.Pod) (clustering.Address, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.byPod[pod.Name]
+	if !ok {
+		return clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
+	}
+	return clustering.Address{Host: s.Host, Port: s.Port}, nil
+}
+
+// start runs a new server, with an empty data directory, for the Pod; a server it replaces is killed first.
+func (p *podServers) start(pod, cnf, script string) *mysqltest.Server {
+	p.t.Helper()
+	if old := p.server(pod); old != nil {
+		old.Kill()
+	}
+	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf))
+	db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec(script); err != nil {
+		p.t.Fatalf("the rendered init script failed on %s: %v", pod, err)
+	}
+	p.mu.Lock()
+	p.byPod[pod] = s
+	p.mu.Unlock()
+	return s
+}
+
+func (p *podServers) server(pod string) *mysqltest.Server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byPod[pod]
+}
+
+// startMemberController runs the member controller in-process against a member, as its own ServiceAccount
+// with the RBAC member.RBAC grants there, until the test ends.
+func startMemberController(t *testing.T, name string, resolve member.Resolver) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mc := members[name]
+	const ns = "mysqlfleet-system"
+	if err := mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, o := range member.RBAC(ns) {
+		if err := mc.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(fleet.Member(name).Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + ns + ":" + member.ServiceAccountName,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	mgr, err := member.New(cfg, member.Options{
+		Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		Timing: member.Timing{PollInterval: 500 * time.Millisecond, BusyInterval: 200 * time.Millisecond,
+			StatusTimeout: 2 * time.Second, PassTimeout: time.Minute, MaxLag: 5 * time.Second,
+			ReplicaConnectRetry: time.Second},
+		MaxConcurrentReconciles:      2,
+		Resolver:                     resolve,
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the member controller stopped with an error: %v", err)
+		}
+	})
+}
+
+// endpointPods are the ready Pods behind a Service in a member, from its EndpointSlices (made by the member's
+// kube-controller-manager from the Service's selector): the Pods a client of the Service reaches.
+func endpointPods(g Gomega, name, ns, svc string) []string {
+	var sl discoveryv1.EndpointSliceList
+	g.Expect(members[name].List(context.Background(), &sl, client.InNamespace(ns),
+		client.MatchingLabels{discoveryv1.LabelServiceName: svc})).To(Succeed())
+	var pods []string
+	for _, s := range sl.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				pods = append(pods, e.TargetRef.Name)
+			}
+		}
+	}
+	slices.Sort(pods)
+	return pods
+}
+
+// replication is the hub's view of the member: its Replicating condition and report.
+func replication(g Gomega, key client.ObjectKey, name string) (metav1.Condition, *v1alpha1.MemberReplication) {
+	ms := memberStatus(get(g, key), name)
+	if ms == nil {
+		return metav1.Condition{}, nil
+	}
+	return findMemberCondition(ms, v1alpha1.MemberConditionReplicating), ms.Replication
+}
+
+func countOrders(s *mysqltest.Server) (int, error) {
+	db, err := sql.Open("mysql", s.RootDSN())
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = db.Close() }()
+	var n int
+	err = db.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n)
+	return n, err
+}
+
+// A MariaDB MySQLCluster of three replicas, its Pods backed by real servers and the member controller running in
+// the member: the servers form a primary and two semi-sync replicas, the Services follow the role labels, and
+// the hub shows it all from the member controller's report. Rows written through <name>-primary are read on
+// both replicas; with both replicas down a commit does not return; a replica whose data is wiped is seeded
+// again from the primary and catches up.
+func TestReplicatedSetOnRealServers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster("repl", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Engine, c.Spec.Version, c.Spec.Replicas = v1alpha1.EngineMariaDB, "10.11", 3
+		c.Spec.Placement.Members = []string{aws}
+	})
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	got := eventuallyConverged(g, key)
+	cond, _ := replication(g, key, aws)
+	g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonNoReport), "no member controller yet")
+
+	// What the hub rendered into the member: my.cnf, and the accounts' init script.
+	var cm corev1.ConfigMap
+	g.Expect(members[aws].Get(ctx, client.ObjectKey{Namespace: "repl", Name: c.ConfigMapName()}, &cm)).To(Succeed())
+	var secret corev1.Secret
+	g.Expect(members[aws].Get(ctx, client.ObjectKey{Namespace: "repl", Name: c.CredentialsSecretName()}, &secret)).
+		To(Succeed())
+	cnf, script := cm.Data[render.MyCnfKey], string(secret.Data[v1alpha1.InitScriptKey])
+	servers := &podServers{t: t, byPod: map[string]*mysqltest.Server{}}
+	for i := range 3 {
+		servers.start(fmt.Sprintf("db-%d", i), cnf, script)
+	}
+	startMemberController(t, aws, servers.resolve)
+
+	t.Run("the hub shows a primary and two replicas in sync", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func() string {
+			c := get(g, key)
+			return fmt.Sprintf("ready %s, serving %s", condition(c, v1alpha1.ConditionReady), c.Status.Serving)
+		}, 2*time.Minute, 250*time.Millisecond).Should(Equal("ready True, serving 3/3"))
+		got = get(g, key)
+		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(got.Status.ReadyMembers).To(Equal("1/1"))
+		ms := memberStatus(got, aws)
+		g.Expect(ms.Replication).NotTo(BeNil())
+		g.Expect(ms.Replication.Primary).To(Equal("db-0"))
+		g.Expect(ms.Replication.ReplicasInSync).To(Equal(int32(2)))
+		g.Expect(ms.Replication.ErrantReplicas).To(BeEmpty())
+		g.Expect(ms.Replication.LastTransition).To(HaveField("Kind", "Bootstrap"))
+		g.Expect(findMemberCondition(ms, v1alpha1.MemberConditionReplicating)).To(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonReplicating)))
+		g.Expect(findMemberCondition(ms, v1alpha1.MemberConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	t.Run("rows written through the primary Service are on both replicas", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.PrimaryServiceName()) },
+			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-0"}))
+		g.Expect(endpointPods(g, aws, "repl", c.ServiceName())).To(Equal([]string{"db-0"}))
+		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
+			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-1", "db-2"}))
+
+		primary := servers.server(endpointPods(g, aws, "repl", c.PrimaryServiceName())[0]).OpenRoot()
+		for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)",
+			"INSERT INTO shop.orders VALUES (1), (2), (3)"} {
+			_, err := primary.Exec(q)
+			g.Expect(err).NotTo(HaveOccurred(), q)
+		}
+		for _, pod := range endpointPods(g, aws, "repl", c.ReplicasServiceName()) {
+			g.Eventually(func() (int, error) { return countOrders(servers.server(pod)) },
+				time.Minute, 100*time.Millisecond).Should(Equal(3), pod)
+		}
+	})
+
+	t.Run("with both replicas down a commit waits and the hub says why", func(t *testing.T) {
+		g := NewWithT(t)
+		servers.server("db-1").Kill()
+		servers.server("db-2").Kill()
+		g.Eventually(func() string {
+			cond, _ := replication(g, key, aws)
+			return cond.Reason
+		}, time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.ReasonReplicasNotInSync))
+		g.Expect(condition(get(g, key), v1alpha1.ConditionReady)).To(Equal(metav1.ConditionFalse))
+		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
+			time.Minute, 250*time.Millisecond).Should(BeEmpty())
+
+		primary := servers.server("db-0").OpenRoot()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := primary.ExecContext(wctx, "INSERT INTO shop.orders VALUES (4)")
+		g.Expect(err).To(HaveOccurred(), "a commit returned with no replica to acknowledge it")
+
+		// A replica comes back: the commit that waited completes, and it reaches the replica.
+		servers.server("db-1").Restart()
+		g.Eventually(func() (int, error) { return countOrders(servers.server("db-1")) },
+			time.Minute, 100*time.Millisecond).Should(Equal(4))
+		servers.server("db-2").Restart()
+		g.Eventually(func() int32 {
+			_, mr := replication(g, key, aws)
+			if mr == nil {
+				return -1
+			}
+			return mr.ReplicasInSync
+		}, time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
+	})
+
+	t.Run("a replica whose data is wiped is seeded again and catches up", func(t *testing.T) {
+		g := NewWithT(t)
+		fresh := servers.start("db-2", cnf, script) // a new, empty data directory for the same Pod
+		g.Eventually(func() (int, error) { return countOrders(fresh) }, 2*time.Minute, 250*time.Millisecond).
+			Should(Equal(4))
+		g.Eventually(func() string { return get(g, key).Status.Serving }, time.Minute, 250*time.Millisecond).
+			Should(Equal("3/3"))
+	})
+
+	t.Run("a switchover requested on the hub moves the primary", func(t *testing.T) {
+		g := NewWithT(t)
+		update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Primaries = map[string]int32{aws: 1} })
+		g.Eventually(func() metav1.Condition {
+			return findMemberCondition(memberStatus(get(g, key), aws), v1alpha1.MemberConditionPrimaryAsRequested)
+		}, time.Minute, 250*time.Millisecond).Should(And(HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", v1alpha1.ReasonPrimaryAsRequested)))
+		_, mr := replication(g, key, aws)
+		g.Expect(mr.Primary).To(Equal("db-1"))
+		g.Expect(mr.RequestedPrimary).To(Equal("db-1"))
+		g.Expect(mr.LastTransition).To(And(HaveField("Kind", "Switchover"), HaveField("From", "db-0"),
+			HaveField("To", "db-1")))
+		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.PrimaryServiceName()) },
+			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-1"}))
+		g.Eventually(func() []string { return replicationEvents(g, c, "Switchover") }, 30*time.Second,
+			250*time.Millisecond).Should(ContainElement(ContainSubstring("from db-0 to db-1")))
+	})
+
+	t.Run("a switchover to a replica that is down is refused until it is back", func(t *testing.T) {
+		g := NewWithT(t)
+		servers.server("db-2").Kill()
+		g.Eventually(func() []string {
+			_, mr := replication(g, key, aws)
+			return mr.Unreachable
+		}, time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-2"}))
+		update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Primaries = map[string]int32{aws: 2} })
+		g.Eventually(func() metav1.Condition {
+			return findMemberCondition(memberStatus(get(g, key), aws), v1alpha1.MemberConditionPrimaryAsRequested)
+		}, time.Minute, 250*time.Millisecond).Should(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", v1alpha1.ReasonSwitchoverRefused), HaveField("Message", ContainSubstring("db-2"))))
+		_, mr := replication(g, key, aws)
+		g.Expect(mr.Primary).To(Equal("db-1"), "a refused switchover leaves the primary where it is")
+
+		// The request stands: once the target is back and in sync, the switchover goes through.
+		servers.server("db-2").Restart()
+		g.Eventually(func() string {
+			_, mr := replication(g, key, aws)
+			return mr.Primary
+		}, 2*time.Minute, 250*time.Millisecond).Should(Equal("db-2"))
+		g.Eventually(func() (int, error) { return countOrders(servers.server("db-2")) }).Should(Equal(4))
+	})
+
+	t.Run("a killed primary is failed over and the hub shows it", func(t *testing.T) {
+		g := NewWithT(t)
+		update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Primaries = nil })
+		before := failoverCount(g, c, aws)
+		servers.server("db-2").Kill()
+		g.Eventually(func() *v1alpha1.ReplicationTransition {
+			_, mr := replication(g, key, aws)
+			return mr.LastTransition
+		}, 2*time.Minute, 250*time.Millisecond).Should(And(Not(BeNil()), HaveField("Kind", "Failover"),
+			HaveField("From", "db-2")))
+		_, mr := replication(g, key, aws)
+		g.Expect(mr.Primary).To(BeElementOf("db-0", "db-1"))
+		g.Expect(replicationEvents(g, c, "Failover")).To(ContainElement(ContainSubstring("from db-2 to " + mr.Primary)))
+		g.Expect(failoverCount(g, c, aws) - before).To(BeNumerically("==", 1))
+		primary := servers.server(mr.Primary).OpenRoot()
+		_, err := primary.Exec("INSERT INTO shop.orders VALUES (5)")
+		g.Expect(err).NotTo(HaveOccurred(), "writes resume on the new primary")
+	})
+
+	g.Expect(hub.Delete(ctx, get(g, key))).To(Succeed())
+	eventuallyGone(g, key)
+}
+
+// replicationEvents are the notes of the Events with the given reason on the MySQLCluster.
+func replicationEvents(g Gomega, c *v1alpha1.MySQLCluster, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(hub.List(context.Background(), &list, client.InNamespace(c.Namespace))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == c.Name && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// failoverCount reads the manager's mysqlfleet_member_failovers_total for the MySQLCluster in a member.
+func failoverCount(g Gomega, c *v1alpha1.MySQLCluster, member string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "mysqlfleet_member_failovers_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["cluster_namespace"] == c.Namespace && l["cluster_name"] == c.Name && l["member"] == member {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}

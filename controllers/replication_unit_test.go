@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+func report(primary string, decision string, instances ...v1alpha1.ReplicationInstance) *v1alpha1.ReplicationReport {
+	return &v1alpha1.ReplicationReport{Primary: primary, Decision: v1alpha1.ReplicationDecision{Kind: decision},
+		Instances: instances}
+}
+
+func inst(pod string, role v1alpha1.ReplicationRole, inSync bool) v1alpha1.ReplicationInstance {
+	return v1alpha1.ReplicationInstance{Pod: pod, Role: role, InSync: inSync}
+}
+
+func TestReplicationVerdict(t *testing.T) {
+	primary := inst("db-0", v1alpha1.ReplicationRolePrimary, false)
+	replica := func(pod string, inSync bool) v1alpha1.ReplicationInstance {
+		return inst(pod, v1alpha1.ReplicationRoleReplica, inSync)
+	}
+	for _, tc := range []struct {
+		name        string
+		replicas    int32
+		rep         *v1alpha1.ReplicationReport
+		status      metav1.ConditionStatus
+		reason      string
+		needsPerson bool
+	}{
+		{"nothing reports", 3, nil, metav1.ConditionUnknown, v1alpha1.ReasonNoReport, false},
+		{"all in sync", 3, report("db-0", "Steady", primary, replica("db-1", true), replica("db-2", true)),
+			metav1.ConditionTrue, v1alpha1.ReasonReplicating, false},
+		{"one server", 1, report("db-0", "Steady", primary), metav1.ConditionTrue, v1alpha1.ReasonSingleServer, false},
+		{"a replica lags", 3, report("db-0", "Steady", primary, replica("db-1", true), replica("db-2", false)),
+			metav1.ConditionFalse, v1alpha1.ReasonReplicasNotInSync, false},
+		{"bootstrap under way", 2, report("", "Bootstrap", inst("db-0", v1alpha1.ReplicationRoleNone, false)),
+			metav1.ConditionFalse, v1alpha1.ReasonNoPrimary, false},
+		{"failover refused", 3, report("", "Refused"), metav1.ConditionFalse, v1alpha1.ReasonNoPrimary, true},
+		{"errant replica", 3, report("db-0", "Steady", primary, replica("db-1", true),
+			inst("db-2", v1alpha1.ReplicationRoleErrant, false)), metav1.ConditionFalse, v1alpha1.ReasonErrantReplicas, true},
+		{"unobserved", 3, report("", "Unobserved"), metav1.ConditionFalse, v1alpha1.ReasonUnobserved, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mr := memberReplication(tc.rep, nil, metav1.Now())
+			status, reason, msg, needsPerson := replicationVerdict(tc.replicas, "db", tc.rep, mr)
+			g.Expect(status).To(Equal(tc.status))
+			g.Expect(reason).To(Equal(tc.reason))
+			g.Expect(msg).NotTo(BeEmpty())
+			g.Expect(needsPerson).To(Equal(tc.needsPerson))
+		})
+	}
+}
+
+func TestMemberReplicationKeepsTheTimeATransitionWasFirstSeen(t *testing.T) {
+	g := NewWithT(t)
+	rep := report("db-1", "Steady", inst("db-1", v1alpha1.ReplicationRolePrimary, false),
+		v1alpha1.ReplicationInstance{Pod: "db-0", Role: v1alpha1.ReplicationRoleReplica, InSync: true,
+			LagSeconds: ptr.To[int64](3)},
+		inst("db-2", v1alpha1.ReplicationRoleUnreachable, false))
+	rep.LastTransition = &v1alpha1.ReplicationDecision{Kind: "Failover", From: "db-0", To: "db-1"}
+	first := metav1.NewTime(time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC))
+	mr := memberReplication(rep, nil, first)
+	g.Expect(mr.Primary).To(Equal("db-1"))
+	g.Expect(mr.ReplicasInSync).To(BeEquivalentTo(1))
+	g.Expect(*mr.MaxLagSeconds).To(BeEquivalentTo(3))
+	g.Expect(mr.Unreachable).To(Equal([]string{"db-2"}))
+	g.Expect(mr.LastTransition.ObservedTime).To(Equal(&first))
+	// Read again later: the same transition keeps its time, so an unchanged report writes no status.
+	again := memberReplication(rep, mr, metav1.NewTime(first.Add(time.Hour)))
+	g.Expect(again).To(Equal(mr))
+	// A new transition gets the time it is first read.
+	rep.LastTransition = &v1alpha1.ReplicationDecision{Kind: "Switchover", From: "db-1", To: "db-0"}
+	later := metav1.NewTime(first.Add(2 * time.Hour))
+	g.Expect(memberReplication(rep, mr, later).LastTransition.ObservedTime).To(Equal(&later))
+}
+
+func TestSwitchoverVerdict(t *testing.T) {
+	g := NewWithT(t)
+	_, _, _, ok := switchoverVerdict("", report("db-0", "Steady"))
+	g.Expect(ok).To(BeFalse(), "no request, no condition")
+	status, reason, _, _ := switchoverVerdict("db-1", nil)
+	g.Expect(status).To(Equal(metav1.ConditionUnknown))
+	g.Expect(reason).To(Equal(v1alpha1.ReasonNoReport))
+	status, reason, _, _ = switchoverVerdict("db-1", report("db-1", "Steady"))
+	g.Expect(status).To(Equal(metav1.ConditionTrue))
+	g.Expect(reason).To(Equal(v1alpha1.ReasonPrimaryAsRequested))
+	status, reason, _, _ = switchoverVerdict("db-1", report("db-0", "Switchover"))
+	g.Expect(status).To(Equal(metav1.ConditionFalse))
+	g.Expect(reason).To(Equal(v1alpha1.ReasonSwitchoverInProgress))
+	refused := report("db-0", "Refused")
+	refused.Decision.Reason = "db-1 lags 30s behind, more than 10s"
+	status, reason, msg, _ := switchoverVerdict("db-1", refused)
+	g.Expect(status).To(Equal(metav1.ConditionFalse))
+	g.Expect(reason).To(Equal(v1alpha1.ReasonSwitchoverRefused))
+	g.Expect(msg).To(ContainSubstring("lags 30s"))
+}
