@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,59 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/member"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
+	"github.com/mysqlfleet/mysqlfleet/internal/testfleet/dbpods"
 )
-
-// podServers stands real mariadbd processes behind one member's kwok Pods, as a kubelet would run the image:
-// each server boots with the member's rendered my.cnf (the MySQLCluster's ConfigMap there) and runs the
-// rendered init script (its credentials Secret) on its new data directory, as the image's entrypoint does. The
-// member controller reaches a Pod's server through resolve: the only seam between it and production, where it
-// dials the Pod IP.
-type podServers struct {
-	t     *testing.T
-	mu    sync.Mutex
-	byPod map[string]*mysqltest.Server
-}
-
-func (p *podServers) resolve(pod *corev1.Pod) (clustering.Address, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.byPod[pod.Name]
-	if !ok {
-		return clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
-	}
-	return clustering.Address{Host: s.Host, Port: s.Port}, nil
-}
-
-// start runs a new server, with an empty data directory, for the Pod; a server it replaces is killed first.
-func (p *podServers) start(pod, cnf, script string) *mysqltest.Server {
-	p.t.Helper()
-	if old := p.server(pod); old != nil {
-		old.Kill()
-	}
-	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf))
-	db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	if _, err := db.Exec(script); err != nil {
-		p.t.Fatalf("the rendered init script failed on %s: %v", pod, err)
-	}
-	p.mu.Lock()
-	p.byPod[pod] = s
-	p.mu.Unlock()
-	return s
-}
-
-func (p *podServers) server(pod string) *mysqltest.Server {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.byPod[pod]
-}
 
 // startMemberController runs the member controller in-process against a member, as its own ServiceAccount
 // with the RBAC member.RBAC grants there, until the test ends.
@@ -180,11 +131,11 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 	g.Expect(members[aws].Get(ctx, client.ObjectKey{Namespace: "repl", Name: c.CredentialsSecretName()}, &secret)).
 		To(Succeed())
 	cnf, script := cm.Data[render.MyCnfKey], string(secret.Data[v1alpha1.InitScriptKey])
-	servers := &podServers{t: t, byPod: map[string]*mysqltest.Server{}}
+	servers := dbpods.New(t)
 	for i := range 3 {
-		servers.start(fmt.Sprintf("db-%d", i), cnf, script)
+		servers.Start(fmt.Sprintf("db-%d", i), cnf, script)
 	}
-	startMemberController(t, aws, servers.resolve)
+	startMemberController(t, aws, servers.Resolve)
 
 	t.Run("the hub shows a primary and two replicas in sync", func(t *testing.T) {
 		g := NewWithT(t)
@@ -214,22 +165,22 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
 			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-1", "db-2"}))
 
-		primary := servers.server(endpointPods(g, aws, "repl", c.PrimaryServiceName())[0]).OpenRoot()
+		primary := servers.Server(endpointPods(g, aws, "repl", c.PrimaryServiceName())[0]).OpenRoot()
 		for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)",
 			"INSERT INTO shop.orders VALUES (1), (2), (3)"} {
 			_, err := primary.Exec(q)
 			g.Expect(err).NotTo(HaveOccurred(), q)
 		}
 		for _, pod := range endpointPods(g, aws, "repl", c.ReplicasServiceName()) {
-			g.Eventually(func() (int, error) { return countOrders(servers.server(pod)) },
+			g.Eventually(func() (int, error) { return countOrders(servers.Server(pod)) },
 				time.Minute, 100*time.Millisecond).Should(Equal(3), pod)
 		}
 	})
 
 	t.Run("with both replicas down a commit waits and the hub says why", func(t *testing.T) {
 		g := NewWithT(t)
-		servers.server("db-1").Kill()
-		servers.server("db-2").Kill()
+		servers.Server("db-1").Kill()
+		servers.Server("db-2").Kill()
 		g.Eventually(func() string {
 			cond, _ := replication(g, key, aws)
 			return cond.Reason
@@ -238,17 +189,17 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
 			time.Minute, 250*time.Millisecond).Should(BeEmpty())
 
-		primary := servers.server("db-0").OpenRoot()
+		primary := servers.Server("db-0").OpenRoot()
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := primary.ExecContext(wctx, "INSERT INTO shop.orders VALUES (4)")
 		g.Expect(err).To(HaveOccurred(), "a commit returned with no replica to acknowledge it")
 
 		// A replica comes back: the commit that waited completes, and it reaches the replica.
-		servers.server("db-1").Restart()
-		g.Eventually(func() (int, error) { return countOrders(servers.server("db-1")) },
+		servers.Server("db-1").Restart()
+		g.Eventually(func() (int, error) { return countOrders(servers.Server("db-1")) },
 			time.Minute, 100*time.Millisecond).Should(Equal(4))
-		servers.server("db-2").Restart()
+		servers.Server("db-2").Restart()
 		g.Eventually(func() int32 {
 			_, mr := replication(g, key, aws)
 			if mr == nil {
@@ -260,7 +211,7 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 
 	t.Run("a replica whose data is wiped is seeded again and catches up", func(t *testing.T) {
 		g := NewWithT(t)
-		fresh := servers.start("db-2", cnf, script) // a new, empty data directory for the same Pod
+		fresh := servers.Start("db-2", cnf, script) // a new, empty data directory for the same Pod
 		g.Eventually(func() (int, error) { return countOrders(fresh) }, 2*time.Minute, 250*time.Millisecond).
 			Should(Equal(4))
 		g.Eventually(func() string { return get(g, key).Status.Serving }, time.Minute, 250*time.Millisecond).
@@ -287,7 +238,7 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 
 	t.Run("a switchover to a replica that is down is refused until it is back", func(t *testing.T) {
 		g := NewWithT(t)
-		servers.server("db-2").Kill()
+		servers.Server("db-2").Kill()
 		g.Eventually(func() []string {
 			_, mr := replication(g, key, aws)
 			return mr.Unreachable
@@ -301,19 +252,19 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Expect(mr.Primary).To(Equal("db-1"), "a refused switchover leaves the primary where it is")
 
 		// The request stands: once the target is back and in sync, the switchover goes through.
-		servers.server("db-2").Restart()
+		servers.Server("db-2").Restart()
 		g.Eventually(func() string {
 			_, mr := replication(g, key, aws)
 			return mr.Primary
 		}, 2*time.Minute, 250*time.Millisecond).Should(Equal("db-2"))
-		g.Eventually(func() (int, error) { return countOrders(servers.server("db-2")) }).Should(Equal(4))
+		g.Eventually(func() (int, error) { return countOrders(servers.Server("db-2")) }).Should(Equal(4))
 	})
 
 	t.Run("a killed primary is failed over and the hub shows it", func(t *testing.T) {
 		g := NewWithT(t)
 		update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Primaries = nil })
 		before := failoverCount(g, c, aws)
-		servers.server("db-2").Kill()
+		servers.Server("db-2").Kill()
 		g.Eventually(func() *v1alpha1.ReplicationTransition {
 			_, mr := replication(g, key, aws)
 			return mr.LastTransition
@@ -323,7 +274,7 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Expect(mr.Primary).To(BeElementOf("db-0", "db-1"))
 		g.Expect(replicationEvents(g, c, "Failover")).To(ContainElement(ContainSubstring("from db-2 to " + mr.Primary)))
 		g.Expect(failoverCount(g, c, aws) - before).To(BeNumerically("==", 1))
-		primary := servers.server(mr.Primary).OpenRoot()
+		primary := servers.Server(mr.Primary).OpenRoot()
 		_, err := primary.Exec("INSERT INTO shop.orders VALUES (5)")
 		g.Expect(err).NotTo(HaveOccurred(), "writes resume on the new primary")
 	})

@@ -1,0 +1,73 @@
+// Package dbpods stands real mariadbd processes (internal/mysql/mysqltest) behind Pods that run no container,
+// such as kwok's or those a test creates by hand, as a kubelet would run the database image: each server boots
+// with the my.cnf the member's ConfigMap holds and runs the credentials Secret's init script on its new data
+// directory, as the image's entrypoint does. The member controller reaches a Pod's server through Resolve, which
+// is the only seam between it and production, where it dials the Pod IP.
+package dbpods
+
+import (
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+)
+
+// Servers maps Pod names to the servers standing behind them.
+type Servers struct {
+	t     testing.TB
+	mu    sync.Mutex
+	byPod map[string]*mysqltest.Server
+}
+
+// New returns an empty set of servers, stopped when the test ends.
+func New(t testing.TB) *Servers {
+	return &Servers{t: t, byPod: map[string]*mysqltest.Server{}}
+}
+
+// Resolve is a member.Resolver: where the Pod's server listens.
+func (p *Servers) Resolve(pod *corev1.Pod) (clustering.Address, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.byPod[pod.Name]
+	if !ok {
+		return clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
+	}
+	return clustering.Address{Host: s.Host, Port: s.Port}, nil
+}
+
+// Start runs a new server, with an empty data directory, for the Pod: booted with cnf (the [mysqld] options of a
+// my.cnf; those that place files and ports are the test's) and then given script (SQL run as root in one
+// session, as the image runs /docker-entrypoint-initdb.d). A server it replaces is killed first.
+func (p *Servers) Start(pod, cnf, script string) *mysqltest.Server {
+	p.t.Helper()
+	if old := p.Server(pod); old != nil {
+		old.Kill()
+	}
+	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf))
+	if script != "" {
+		db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		defer func() { _ = db.Close() }()
+		if _, err := db.Exec(script); err != nil {
+			p.t.Fatalf("dbpods: the init script failed on the server of %s: %v", pod, err)
+		}
+	}
+	p.mu.Lock()
+	p.byPod[pod] = s
+	p.mu.Unlock()
+	return s
+}
+
+// Server is the server behind the Pod, nil if none was started.
+func (p *Servers) Server(pod string) *mysqltest.Server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byPod[pod]
+}
