@@ -12,7 +12,9 @@
 // Every flag has an environment variable, which the flag overrides:
 //
 //	--engine      BACKUP_ENGINE      MySQL or MariaDB (required by backup and restore)
-//	--host        MYSQL_HOST         server address; --port MYSQL_PORT (default 3306)
+//	--host        MYSQL_HOST         server address, or several separated by commas: backup dumps the first that
+//	                                 answers (a Job lists <name>-replicas before <name>-primary); --port MYSQL_PORT
+//	                                 (default 3306)
 //	--socket      MYSQL_SOCKET       Unix socket, instead of host and port
 //	--user        MYSQL_USER         (default root)
 //	              MYSQL_PWD          the password, or --password-file MYSQL_PASSWORD_FILE naming a file with it;
@@ -26,9 +28,14 @@
 //	--gcs-anonymous BACKUP_GCS_ANONYMOUS  send no credentials (an emulator)
 //	--cluster     BACKUP_NAME        MySQLCluster recorded in the manifest; --namespace POD_NAMESPACE
 //	--member      BACKUP_MEMBER      member cluster recorded in the manifest
-//	--pod         BACKUP_SOURCE_POD  the database Pod dumped (not the Job's own Pod), recorded in the manifest
+//	--pod         BACKUP_SOURCE_POD  the database Pod dumped (not the Job's own Pod), recorded in the manifest;
+//	                                 default the server's @@hostname, which is its Pod's name
 //	--retention   BACKUP_RETENTION   backups to keep (backup, prune); 0 with backup keeps all
 //	--name        BACKUP_RESTORE_NAME backup to restore (restore)
+//	--new-cluster BACKUP_NEW_CLUSTER  restore as a new set's own history (see internal/backup) (restore)
+//	--wait        BACKUP_WAIT        wait this long for the server to answer before restoring (restore)
+//	--report-file BACKUP_REPORT_FILE write the outcome there as JSON (the backup's manifest, or the error): a
+//	                                 Job sets its container's terminationMessagePath, the member controller reads it
 //	--output      BACKUP_OUTPUT      table or json (list)
 //
 // Store credentials are read by the clouds' SDKs from the environment or files; see internal/backup.
@@ -75,6 +82,9 @@ type options struct {
 	cluster, namespace, member, pod                string
 	retention                                      int
 	name, output                                   string
+	newCluster                                     bool
+	wait                                           time.Duration
+	reportFile                                     string
 }
 
 func env(key, def string) string {
@@ -113,6 +123,21 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.retention, "retention", envInt("BACKUP_RETENTION", 0), "backups to keep")
 	fs.StringVar(&o.name, "name", env("BACKUP_RESTORE_NAME", ""), "backup to restore (default: the newest)")
 	fs.StringVar(&o.output, "output", env("BACKUP_OUTPUT", "table"), "table or json")
+	fs.BoolVar(&o.newCluster, "new-cluster", env("BACKUP_NEW_CLUSTER", "") == "true", "restore as a new set's own history")
+	wait, _ := time.ParseDuration(env("BACKUP_WAIT", "0s"))
+	fs.DurationVar(&o.wait, "wait", wait, "wait this long for the server to answer (restore)")
+	fs.StringVar(&o.reportFile, "report-file", env("BACKUP_REPORT_FILE", ""), "write the outcome there as JSON")
+}
+
+// hosts are the addresses --host lists.
+func (o *options) hosts() []string {
+	var out []string
+	for _, h := range strings.Split(o.host, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (o *options) source() (backup.Source, error) {
@@ -130,10 +155,11 @@ func (o *options) source() (backup.Source, error) {
 	}
 	conn := mysql.DumpOptions{Path: o.tool, User: o.user, Socket: o.socket}
 	if o.socket == "" {
-		if o.host == "" {
+		hosts := o.hosts()
+		if len(hosts) == 0 {
 			return backup.Source{}, errors.New("no server: set --host (MYSQL_HOST) or --socket (MYSQL_SOCKET)")
 		}
-		conn.Host, conn.Port = o.host, o.port
+		conn.Host, conn.Port = hosts[0], o.port
 	}
 	return backup.Source{Flavor: f, Conn: conn, Password: password}, nil
 }
@@ -143,6 +169,31 @@ func (o *options) azure() {
 	o.store.Azure.AccountName = os.Getenv("AZURE_STORAGE_ACCOUNT")
 	o.store.Azure.AccountKey = os.Getenv("AZURE_STORAGE_KEY")
 	o.store.Azure.SASToken = os.Getenv("AZURE_STORAGE_SAS_TOKEN")
+}
+
+// report is what --report-file receives: the backup taken or restored, or why it failed. It fits a Pod's
+// termination message (4096 bytes).
+type report struct {
+	Backup *backup.Manifest `json:"backup,omitempty"`
+	Error  string           `json:"error,omitempty"`
+}
+
+func writeReport(path string, m *backup.Manifest, err error) error {
+	if path == "" {
+		return nil
+	}
+	r := report{Backup: m}
+	if err != nil {
+		r.Error = err.Error()
+		if len(r.Error) > 3000 {
+			r.Error = r.Error[:1500] + " … " + r.Error[len(r.Error)-1500:]
+		}
+	}
+	b, merr := json.Marshal(r)
+	if merr != nil {
+		return merr
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -174,12 +225,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	switch cmd {
 	case "backup":
-		src, err := o.source()
-		if err != nil {
-			return err
+		m, err := takeBackup(ctx, &o, store, stderr)
+		if rerr := writeReport(o.reportFile, m, err); rerr != nil {
+			_, _ = fmt.Fprintln(stderr, "Failed to write the report:", rerr)
 		}
-		m, err := backup.Run(ctx, backup.Options{Source: src, Store: store, Cluster: o.cluster,
-			Namespace: o.namespace, Member: o.member, Pod: o.pod, Stderr: stderr})
 		if err != nil {
 			return err
 		}
@@ -193,11 +242,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	case "restore":
-		src, err := o.source()
-		if err != nil {
-			return err
+		m, err := restore(ctx, &o, store, stderr)
+		if rerr := writeReport(o.reportFile, m, err); rerr != nil {
+			_, _ = fmt.Fprintln(stderr, "Failed to write the report:", rerr)
 		}
-		m, err := backup.Restore(ctx, backup.RestoreOptions{Target: src, Store: store, Name: o.name, Stdout: stderr})
 		if err != nil {
 			return err
 		}
@@ -230,6 +278,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return prune(ctx, store, o.retention, stderr)
 	}
+}
+
+// takeBackup dumps the first of the listed servers that answers, recording its Pod.
+func takeBackup(ctx context.Context, o *options, store backup.Store, stderr io.Writer) (*backup.Manifest, error) {
+	src, err := o.source()
+	if err != nil {
+		return nil, err
+	}
+	var hosts []string
+	if o.socket == "" {
+		hosts = o.hosts()
+	}
+	src, hostname, err := backup.ChooseSource(ctx, src, hosts, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	pod := o.pod
+	if pod == "" {
+		pod = hostname
+	}
+	_, _ = fmt.Fprintf(stderr, "Dumping %s (%s)\n", pod, firstNonEmpty(src.Conn.Host, src.Conn.Socket))
+	return backup.Run(ctx, backup.Options{Source: src, Store: store, Cluster: o.cluster,
+		Namespace: o.namespace, Member: o.member, Pod: pod, Stderr: stderr})
+}
+
+// restore loads a backup into the server, once it answers.
+func restore(ctx context.Context, o *options, store backup.Store, stderr io.Writer) (*backup.Manifest, error) {
+	src, err := o.source()
+	if err != nil {
+		return nil, err
+	}
+	if o.wait > 0 {
+		if err := backup.WaitForServer(ctx, src, o.wait); err != nil {
+			return nil, err
+		}
+	}
+	return backup.Restore(ctx, backup.RestoreOptions{Target: src, Store: store, Name: o.name, Stdout: stderr,
+		NewCluster: o.newCluster})
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func prune(ctx context.Context, store backup.Store, keep int, log io.Writer) error {

@@ -480,3 +480,60 @@ func TestRestoreRefusesAChecksumMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A backup restored into the primary of a new set becomes that set's own history: every table, routine,
+// trigger and view of the source, none of its accounts, no claim to its GTID position; and a replica of the new
+// primary, replicating from an empty data directory, gets all of it.
+func TestRestoreIntoANewClusterReplicates(t *testing.T) {
+	ctx := context.Background()
+	src := startSource(t)
+	src.exec(t, "CREATE USER 'source_only'@'%' IDENTIFIED BY 'x'")
+	want := state(t, src.db)
+	store := backup.DirStore{Dir: filepath.Join(t.TempDir(), "pvc")}
+	if _, err := backup.Run(ctx, backup.Options{Source: src.conn(), Store: store}); err != nil {
+		t.Fatal(err)
+	}
+
+	servers := mysqltest.StartN(t, 2)
+	primary, replica := servers[0].OpenRoot(), servers[1].OpenRoot()
+	for _, db := range []*sql.DB{primary, replica} {
+		if _, err := db.Exec("SET GLOBAL read_only = OFF"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := backup.Restore(ctx, backup.RestoreOptions{Store: store, NewCluster: true,
+		Target: backup.Source{Flavor: flavor, Conn: mysql.DumpOptions{Socket: servers[0].Socket, User: "root"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := primary.QueryRow("SELECT COUNT(*) FROM mysql.user WHERE User = 'source_only'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the source's account came along: %d, %v", n, err)
+	}
+	if got := gtidPosition(t, primary, "gtid_slave_pos"); got != "" {
+		t.Errorf("the new primary claims the source's position %q", got)
+	}
+	if got := gtidPosition(t, primary, "gtid_binlog_pos"); got == "" {
+		t.Error("the restore is not in the new primary's binary log: its replicas could not get it")
+	}
+
+	// The replica starts empty and replicates from the new primary's first transaction.
+	if _, err := replica.Exec(fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, "+
+		"MASTER_USER='root', MASTER_USE_GTID=slave_pos", servers[0].Port)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Exec("START SLAVE"); err != nil {
+		t.Fatal(err)
+	}
+	binlogPos := gtidPosition(t, primary, "gtid_binlog_pos")
+	if _, err := replica.Exec("SELECT MASTER_GTID_WAIT(?, 60)", binlogPos); err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]*sql.DB{"primary": primary, "replica": replica} {
+		got := state(t, db)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s: %q, source %q", name, k, got[k], v)
+			}
+		}
+	}
+}

@@ -163,6 +163,10 @@ type RestoreOptions struct {
 	Store  Store
 	// Name is the backup to restore; empty means the newest.
 	Name string
+	// NewCluster restores into the primary of a new set as its own history (binary log on), without the mysql
+	// schema and the source's GTID position (see newClusterFilter); otherwise the dump is loaded as it is,
+	// out of the binary log, as the source's history.
+	NewCluster bool
 	// Stdout receives the client's output; may be nil.
 	Stdout io.Writer
 }
@@ -199,6 +203,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	}
 	defer cleanup()
 	args := o.Target.Flavor.RestoreCommand(conn)
+	if o.NewCluster {
+		args = o.Target.Flavor.NewClusterRestoreCommand(conn)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -219,7 +226,24 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	}
 	sum := sha256.New()
 	read := &counter{}
-	streamErr := stream(stdin, io.TeeReader(obj, io.MultiWriter(sum, read)), sum, read, m)
+	var into io.Writer = stdin
+	var filtered chan error
+	if o.NewCluster {
+		pr, pw := io.Pipe()
+		filtered = make(chan error, 1)
+		go func() {
+			err := newClusterFilter(stdin, pr)
+			_ = pr.CloseWithError(err)
+			filtered <- err
+		}()
+		into = pw
+		defer func() { _ = pw.Close() }()
+	}
+	streamErr := stream(into, io.TeeReader(obj, io.MultiWriter(sum, read)), sum, read, m)
+	if filtered != nil {
+		_ = into.(*io.PipeWriter).CloseWithError(streamErr)
+		streamErr = errors.Join(streamErr, <-filtered)
+	}
 	if streamErr != nil {
 		// Kill before closing stdin: the client must not take the end of a bad stream for the end of a dump.
 		cancel()

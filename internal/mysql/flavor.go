@@ -85,6 +85,10 @@ type Flavor interface {
 	// RestoreCommand is the command line that loads such a dump (on standard input) into an empty server
 	// without writing the restored data as the server's own transactions. It runs as that server's root.
 	RestoreCommand(o DumpOptions) []string
+	// NewClusterRestoreCommand is the command line that loads a dump (on standard input) into the primary of a
+	// new set as that set's own history: the binary log stays on, so that its replicas replicate what is
+	// loaded. The dump must be stripped of what belongs to the source (see internal/backup).
+	NewClusterRestoreCommand(o DumpOptions) []string
 	// DumpGTIDPosition reads the GTID position that a dump made by DumpCommand records, from the dump's first
 	// and last bytes (DumpEdgeSize of each is enough): the set a server restored from it has applied. It fails
 	// when neither holds one, as with a dump cut short.

@@ -302,6 +302,11 @@ func (MariaDBFlavor) RestoreCommand(o DumpOptions) []string {
 		"--init-command=SET SESSION sql_log_bin = 0", "--binary-mode")
 }
 
+// NewClusterRestoreCommand leaves the binary log on: the loaded rows are the new set's own transactions.
+func (MariaDBFlavor) NewClusterRestoreCommand(o DumpOptions) []string {
+	return append(o.connectionArgs(orDefault(o.Path, "mariadb")), "--binary-mode")
+}
+
 // DumpGTIDPosition reads the SET GLOBAL gtid_slave_pos='...' that --gtid --master-data=1 writes: at the end of
 // the dump when it holds the mysql schema (--all-databases, deferred so that the dumped mysql.gtid_slave_pos
 // table does not overwrite it; as mariadb-dump 10.11 does), at the top otherwise. An empty position (a server

@@ -310,6 +310,10 @@ func (MySQLFlavor) RestoreCommand(o DumpOptions) []string {
 	return append(o.connectionArgs(orDefault(o.Path, "mysql")), "--binary-mode")
 }
 
+// NewClusterRestoreCommand is RestoreCommand: mysqldump's SQL_LOG_BIN and GTID_PURGED statements, which keep a
+// plain restore out of the binary log, are what internal/backup strips for a new set.
+func (f MySQLFlavor) NewClusterRestoreCommand(o DumpOptions) []string { return f.RestoreCommand(o) }
+
 // DumpGTIDPosition reads the SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '...'; that --set-gtid-purged=ON writes
 // at the top of the dump, before any table; mysqldump breaks a set of several server UUIDs across lines.
 //
