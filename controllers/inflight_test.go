@@ -36,7 +36,7 @@ func TestBurstStaysWithinMemberBound(t *testing.T) {
 		g.Expect(h.count).To(BeNumerically(">", 0), "requests observed in %s", member)
 		g.Expect(h.above(bound)).To(BeZero(), "requests sent to %s with more than %v outstanding", member, bound)
 		// The burst did press against the bound: without it this test could not fail.
-		g.Expect(h.above(bound / 2)).To(BeNumerically(">", 0), "requests sent to %s with more than %v outstanding", member, bound/2)
+		g.Expect(h.above(bound/2)).To(BeNumerically(">", 0), "requests sent to %s with more than %v outstanding", member, bound/2)
 	}
 
 	for _, key := range keys {
