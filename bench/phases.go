@@ -38,12 +38,15 @@ func (b *bench) phases(ctx context.Context) {
 		run, g, err := b.convergence(ctx, i+1, all)
 		if err != nil {
 			b.fail("mysqlfleet", err)
-			return
+			break
 		}
 		b.res.Convergence.Runs = append(b.res.Convergence.Runs, run)
 		healthy = append(healthy, g)
 	}
 	b.res.Convergence.summarize()
+	if len(healthy) == 0 {
+		return
+	}
 	if err := b.mgr.heapProfile(ctx, filepath.Join(b.profDir, "manager-converged.heap.pprof")); err != nil {
 		b.fail("heap profile", err)
 	}
@@ -130,7 +133,7 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 	out.RatioKubectl = ratio(conv.TotalSeconds, out.Kubectl.TotalSeconds)
 	out.RatioFloor = ratio(conv.TotalSeconds, out.Floor.TotalSeconds)
 	out.ApplyRatioFloor = ratio(conv.MemberApplyMillis, out.Floor.MemberApplyMillis)
-	b.logf("mysqlfleet: %.2fs (P50 %.2fs, P99 %.2fs); /(a) %.2f, /(b) %.2f; mean apply /(b) %.2f; %s; %.0f reconciles",
+	b.logf("mysqlfleet: %.2fs (P50 %.2fs, P99 %.2fs); /(a) %.2f, /(b) %.2f; mean apply /(b) %.2f; apply errors %s; %.0f reconciles",
 		conv.TotalSeconds, conv.P50Seconds, conv.P99Seconds, out.RatioKubectl, out.RatioFloor, out.ApplyRatioFloor,
 		fmtApplyErrors(conv.ApplyErrors), conv.Manager["reconciles"])
 	return out, g, nil
