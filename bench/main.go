@@ -3,7 +3,8 @@
 // own, and measures:
 //
 //  1. convergence of N MySQLClusters placed on every member, against the same rendered objects pushed with
-//     kubectl apply --server-side (one per member) and with a full-speed Go server-side apply client (the floor);
+//     kubectl apply --server-side (one per member) and with a full-speed Go server-side apply client (the floor),
+//     -repeat times with namespaces of their own, to show the spread of the ratios;
 //  2. how fast a member's StatefulSet status shows on the hub;
 //  3. write requests while the converged fleet is idle;
 //  4. how fast a newly registered member receives everything, against kubectl into that member alone;
@@ -40,6 +41,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
@@ -47,13 +49,13 @@ import (
 )
 
 type options struct {
-	members, clusters, perNamespace, statusSamples, unrelated, workers int
-	idle, settle, timeout                                              time.Duration
-	out                                                                string
-	memberQPS                                                          float64
-	memberBurst                                                        int
-	memberTimeout                                                      time.Duration
-	partition                                                          bool
+	members, clusters, perNamespace, statusSamples, unrelated, workers, repeat int
+	idle, settle, timeout                                                      time.Duration
+	out                                                                        string
+	memberQPS                                                                  float64
+	memberBurst, memberMaxInFlight                                             int
+	memberTimeout                                                              time.Duration
+	partition                                                                  bool
 }
 
 func main() {
@@ -66,6 +68,7 @@ func main() {
 	fs.IntVar(&o.members, "members", 10, "bare member clusters registered at the start (one more joins later); at least 2")
 	fs.IntVar(&o.clusters, "clusters", 100, "MySQLClusters per run, each placed on every member")
 	fs.IntVar(&o.perNamespace, "per-namespace", 10, "MySQLClusters per namespace")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of the convergence phase (floor, kubectl, mysqlfleet), each with namespaces of its own; ratios are shown as min / median / max and targets judged on the median")
 	fs.DurationVar(&o.idle, "idle", 2*time.Minute, "idle window in which write requests are counted")
 	fs.StringVar(&o.out, "out", filepath.Join("bench", "results"), "directory of the JSON results (profiles and logs go to <out>/profiles/<timestamp>)")
 	fs.IntVar(&o.statusSamples, "status-samples", 20, "MySQLClusters whose status reflection is timed")
@@ -76,10 +79,11 @@ func main() {
 	fs.BoolVar(&o.partition, "partition", true, "also run a convergence while one member is blackholed from the manager (connections hang rather than fail)")
 	fs.Float64Var(&o.memberQPS, "member-qps", kubeconfig.DefaultQPS, "the manager's --member-qps (cmd/manager's default unless changed here)")
 	fs.IntVar(&o.memberBurst, "member-burst", kubeconfig.DefaultBurst, "the manager's --member-burst")
-	fs.DurationVar(&o.memberTimeout, "member-timeout", 15*time.Second, "the manager's --member-timeout")
+	fs.DurationVar(&o.memberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "the manager's --member-timeout")
+	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
 	_ = fs.Parse(os.Args[1:])
-	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2, -clusters, -per-namespace and -workers at least 1")
+	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat and -member-max-in-flight at least 1")
 		os.Exit(2)
 	}
 
@@ -149,7 +153,8 @@ func run(ctx context.Context, o options) int {
 	b.res = &Results{Started: time.Now(), Profiles: b.profDir, Host: host(), Params: Params{
 		Members: o.members, Clusters: o.clusters, PerNamespace: o.perNamespace, StatusSamples: o.statusSamples,
 		Unrelated: o.unrelated, IdleSeconds: o.idle.Seconds(), Workers: o.workers, MemberQPS: o.memberQPS,
-		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(),
+		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(), MemberMaxInFlight: o.memberMaxInFlight,
+		Repeat: o.repeat,
 	}}
 	if b.res.Host.Load1Start > 1.5 {
 		b.logf("warning: load average %.2f: the machine is busy, figures will be noisy", b.res.Host.Load1Start)
@@ -270,7 +275,7 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 
 	b.logf("starting the manager")
-	if b.mgr, err = startManager(ctx, f.Hub.KubeconfigPath, filepath.Join(b.profDir, "manager.log"), o.memberQPS, o.memberBurst, o.memberTimeout); err != nil {
+	if b.mgr, err = startManager(ctx, f.Hub.KubeconfigPath, filepath.Join(b.profDir, "manager.log"), o); err != nil {
 		return err
 	}
 	_ = sleep(ctx, b.o.settle)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
@@ -33,13 +34,14 @@ import (
 // defaults. Unlike ./cmd/manager it also serves, on a loopback address, net/http/pprof and a few bench
 // endpoints: memory after a forced GC, which members are engaged, and a CPU profile on demand.
 const (
-	managerEnv        = "MYSQLFLEET_BENCH_MANAGER"         // the bench address
-	managerMetricsEnv = "MYSQLFLEET_BENCH_MANAGER_METRICS" // the metrics address
-	managerLogEnv     = "MYSQLFLEET_BENCH_MANAGER_LOG"
-	managerQPSEnv     = "MYSQLFLEET_BENCH_MEMBER_QPS"
-	managerBurstEnv   = "MYSQLFLEET_BENCH_MEMBER_BURST"
-	managerTimeoutEnv = "MYSQLFLEET_BENCH_MEMBER_TIMEOUT"
-	managerNamespace  = "mysqlfleet-system"
+	managerEnv         = "MYSQLFLEET_BENCH_MANAGER"         // the bench address
+	managerMetricsEnv  = "MYSQLFLEET_BENCH_MANAGER_METRICS" // the metrics address
+	managerLogEnv      = "MYSQLFLEET_BENCH_MANAGER_LOG"
+	managerQPSEnv      = "MYSQLFLEET_BENCH_MEMBER_QPS"
+	managerBurstEnv    = "MYSQLFLEET_BENCH_MEMBER_BURST"
+	managerTimeoutEnv  = "MYSQLFLEET_BENCH_MEMBER_TIMEOUT"
+	managerInFlightEnv = "MYSQLFLEET_BENCH_MEMBER_MAX_IN_FLIGHT"
+	managerNamespace   = "mysqlfleet-system"
 )
 
 // memStats is what /bench/mem reports.
@@ -75,7 +77,8 @@ func runManager() int {
 		Kubeconfig:             kubeconfig.Options{QPS: kubeconfig.DefaultQPS, Burst: kubeconfig.DefaultBurst},
 		MemberSyncTimeout:      20 * time.Second,
 		MemberHealthInterval:   10 * time.Second,
-		MemberTimeout:          15 * time.Second,
+		MemberTimeout:          fleet.DefaultRequestTimeout,
+		MemberMaxInFlight:      fleet.DefaultMaxInFlight,
 		DeletionTimeout:        5 * time.Minute,
 	}
 	if v, err := strconv.ParseFloat(os.Getenv(managerQPSEnv), 32); err == nil {
@@ -86,6 +89,9 @@ func runManager() int {
 	}
 	if v, err := time.ParseDuration(os.Getenv(managerTimeoutEnv)); err == nil {
 		o.MemberTimeout = v
+	}
+	if v, err := strconv.Atoi(os.Getenv(managerInFlightEnv)); err == nil {
+		o.MemberMaxInFlight = v
 	}
 	// KUBECONFIG names the hub; GetConfig leaves client-side rate limiting off, as for cmd/manager.
 	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
@@ -211,7 +217,8 @@ func freeAddr() (string, error) {
 }
 
 // startManager starts the manager process against the hub and waits until it serves.
-func startManager(ctx context.Context, hubKubeconfig, logPath string, memberQPS float64, memberBurst int, memberTimeout time.Duration) (*managerProc, error) {
+// The manager's member flags are the bench's options of the same names.
+func startManager(ctx context.Context, hubKubeconfig, logPath string, o options) (*managerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -226,8 +233,9 @@ func startManager(ctx context.Context, hubKubeconfig, logPath string, memberQPS 
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), managerEnv+"="+addr, managerMetricsEnv+"="+metrics, managerLogEnv+"="+logPath,
-		"KUBECONFIG="+hubKubeconfig, managerQPSEnv+"="+strconv.FormatFloat(memberQPS, 'f', -1, 64),
-		managerBurstEnv+"="+strconv.Itoa(memberBurst), managerTimeoutEnv+"="+memberTimeout.String())
+		"KUBECONFIG="+hubKubeconfig, managerQPSEnv+"="+strconv.FormatFloat(o.memberQPS, 'f', -1, 64),
+		managerBurstEnv+"="+strconv.Itoa(o.memberBurst), managerTimeoutEnv+"="+o.memberTimeout.String(),
+		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	// Its own process group, so that a Ctrl-C reaches the bench, which stops it in order; the kernel kills it
 	// if the bench dies.
@@ -373,8 +381,9 @@ func (p *managerProc) managerMetrics(ctx context.Context) ([]byte, error) {
 	return httpGet(ctx, p.http, "http://"+p.metrics+"/metrics")
 }
 
-// counters sums the manager's metrics of interest: reconciles of the MySQLCluster controller, the time they
-// took and waited in the queue, its workers, and member applies by action.
+// counters sums the manager's metrics of interest: reconciles of the MySQLCluster controller (and those that
+// failed), the time they took and waited in the queue, its workers, member applies by action, and failed
+// applies by cause.
 func (p *managerProc) counters(ctx context.Context) map[string]float64 {
 	out := map[string]float64{}
 	raw, err := p.managerMetrics(ctx)
@@ -393,6 +402,10 @@ func (p *managerProc) counters(ctx context.Context) map[string]float64 {
 	sum("controller_runtime_max_concurrent_reconciles", "controller", "mysqlcluster", "@workers")
 	sum("workqueue_queue_duration_seconds_sum", "name", "mysqlcluster", "@queue seconds")
 	sum("workqueue_queue_duration_seconds_count", "name", "mysqlcluster", "@queue count")
+	sum("controller_runtime_reconcile_errors_total", "controller", "mysqlcluster", "reconcile errors")
+	for _, s := range parseMetric(raw, "mysqlfleet_member_apply_errors_total") {
+		out[applyErrorPrefix+s.labels["reason"]] += s.value
+	}
 	for _, s := range parseMetric(raw, "mysqlfleet_member_applies_total") {
 		out["applies "+s.labels["action"]] += s.value
 		out["@applies "+s.labels["action"]+" "+s.labels["member"]] += s.value

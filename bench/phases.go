@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +23,6 @@ import (
 func (b *bench) phases(ctx context.Context) {
 	o := b.o
 	all := append(append([]*testfleet.Cluster(nil), b.members...), b.join)
-	registered := b.factsOf(b.members...)
 
 	// A small warm-up, so that the first measured run does not pay for first writes of each kind.
 	if g, err := newGroup(ctx, b.hub, "w", 1, 1, b.factsOf(all...), true); err == nil {
@@ -31,54 +32,27 @@ func (b *bench) phases(ctx context.Context) {
 		b.obs.wait(ctx, g.allKeys(), time.Minute)
 	}
 
-	// 1. Convergence: the floor, kubectl, then mysqlfleet.
-	b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", o.clusters*8*o.members, o.workers)
-	if g, err := newGroup(ctx, b.hub, "b", o.clusters, o.perNamespace, registered, true); err != nil {
-		b.fail("floor", err)
-	} else {
-		before := b.snapshot(ctx)
-		start, _, err := pushGo(ctx, g, b.members, o.workers)
+	// 1. Convergence, -repeat times. Every run's MySQLClusters stay: each later phase finds them all.
+	var healthy []*group
+	for i := range o.repeat {
+		run, g, err := b.convergence(ctx, i+1, all)
 		if err != nil {
-			b.fail("floor", err)
+			b.fail("mysqlfleet", err)
+			break
 		}
-		b.res.Convergence.Floor = b.finish(ctx, before, g, names(b.members), start, nil)
-		b.logf("(b) floor: %.2fs", b.res.Convergence.Floor.TotalSeconds)
+		b.res.Convergence.Runs = append(b.res.Convergence.Runs, run)
+		healthy = append(healthy, g)
 	}
-	b.logf("(a) kubectl apply --server-side into %d members at once", o.members)
-	if g, err := newGroup(ctx, b.hub, "a", o.clusters, o.perNamespace, registered, true); err != nil {
-		b.fail("kubectl", err)
-	} else if dirs, err := writeManifests(filepath.Join(b.tmpDir, "a"), g, b.members); err != nil {
-		b.fail("kubectl", err)
-	} else {
-		before := b.snapshot(ctx)
-		start, _, err := pushKubectl(ctx, b.kubectl, filepath.Join(b.tmpDir, "kubectl-cache"), dirs, b.members)
-		if err != nil {
-			b.fail("kubectl", err)
-		}
-		b.res.Convergence.Kubectl = b.finish(ctx, before, g, names(b.members), start, nil)
-		b.logf("(a) kubectl: %.2fs", b.res.Convergence.Kubectl.TotalSeconds)
-	}
-	// The healthy group is rendered for the joining member too: its objects there are what the join waits for.
-	healthy, err := newGroup(ctx, b.hub, "h", o.clusters, o.perNamespace, b.factsOf(all...), false)
-	if err != nil {
-		b.fail("mysqlfleet", err)
+	b.res.Convergence.summarize()
+	if len(healthy) == 0 {
 		return
 	}
-	b.logf("mysqlfleet: %d MySQLClusters onto %d members", o.clusters, o.members)
-	conv := b.mysqlfleetRun(ctx, "convergence", healthy, b.members)
-	b.res.Convergence.MySQLFleet = conv
-	b.cached += conv.Objects - conv.Missing
-	c := &b.res.Convergence
-	c.RatioKubectl = ratio(conv.TotalSeconds, c.Kubectl.TotalSeconds)
-	c.RatioFloor = ratio(conv.TotalSeconds, c.Floor.TotalSeconds)
-	b.logf("mysqlfleet: %.2fs (P50 %.2fs, P99 %.2fs); /(a) %.2f, /(b) %.2f", conv.TotalSeconds, conv.P50Seconds,
-		conv.P99Seconds, c.RatioKubectl, c.RatioFloor)
 	if err := b.mgr.heapProfile(ctx, filepath.Join(b.profDir, "manager-converged.heap.pprof")); err != nil {
 		b.fail("heap profile", err)
 	}
 
 	// 2. Status reflection.
-	b.res.Status = b.statusReflection(ctx, healthy)
+	b.res.Status = b.statusReflection(ctx, healthy[len(healthy)-1])
 	b.logf("status reflection: P50 %.3fs, P99 %.3fs", b.res.Status.P50Seconds, b.res.Status.P99Seconds)
 
 	// 3. Idle writes, then the memory of the converged fleet.
@@ -108,6 +82,61 @@ func (b *bench) phases(ctx context.Context) {
 	if o.unrelated > 0 {
 		b.unrelated(ctx, all)
 	}
+}
+
+// convergence is one run of the convergence phase, on namespaces of its own (their names end in rep): the floor,
+// kubectl, then mysqlfleet. It returns the figures and mysqlfleet's group, rendered for all the members (the
+// joining one too: its objects there are what the join waits for).
+func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Cluster) (ConvergenceRun, *group, error) {
+	o := b.o
+	var out ConvergenceRun
+	registered := b.factsOf(b.members...)
+	tag := strconv.Itoa(rep)
+	b.logf("run %d of %d", rep, o.repeat)
+
+	b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", o.clusters*8*o.members, o.workers)
+	if g, err := newGroup(ctx, b.hub, "b"+tag, o.clusters, o.perNamespace, registered, true); err != nil {
+		b.fail("floor", err)
+	} else {
+		before := b.snapshot(ctx)
+		start, _, err := pushGo(ctx, g, b.members, o.workers)
+		if err != nil {
+			b.fail("floor", err)
+		}
+		out.Floor = b.finish(ctx, before, g, names(b.members), start, nil)
+		b.logf("(b) floor: %.2fs", out.Floor.TotalSeconds)
+	}
+
+	b.logf("(a) kubectl apply --server-side into %d members at once", o.members)
+	if g, err := newGroup(ctx, b.hub, "a"+tag, o.clusters, o.perNamespace, registered, true); err != nil {
+		b.fail("kubectl", err)
+	} else if dirs, err := writeManifests(filepath.Join(b.tmpDir, "a"+tag), g, b.members); err != nil {
+		b.fail("kubectl", err)
+	} else {
+		before := b.snapshot(ctx)
+		start, _, err := pushKubectl(ctx, b.kubectl, filepath.Join(b.tmpDir, "kubectl-cache"), dirs, b.members)
+		if err != nil {
+			b.fail("kubectl", err)
+		}
+		out.Kubectl = b.finish(ctx, before, g, names(b.members), start, nil)
+		b.logf("(a) kubectl: %.2fs", out.Kubectl.TotalSeconds)
+	}
+
+	g, err := newGroup(ctx, b.hub, "h"+tag, o.clusters, o.perNamespace, b.factsOf(all...), false)
+	if err != nil {
+		return out, nil, err
+	}
+	b.logf("mysqlfleet: %d MySQLClusters onto %d members", o.clusters, o.members)
+	conv := b.mysqlfleetRun(ctx, "convergence-"+tag, g, b.members)
+	b.cached += conv.Objects - conv.Missing
+	out.MySQLFleet = conv
+	out.RatioKubectl = ratio(conv.TotalSeconds, out.Kubectl.TotalSeconds)
+	out.RatioFloor = ratio(conv.TotalSeconds, out.Floor.TotalSeconds)
+	out.ApplyRatioFloor = ratio(conv.MemberApplyMillis, out.Floor.MemberApplyMillis)
+	b.logf("mysqlfleet: %.2fs (P50 %.2fs, P99 %.2fs); /(a) %.2f, /(b) %.2f; mean apply /(b) %.2f; apply errors %s; %.0f reconciles",
+		conv.TotalSeconds, conv.P50Seconds, conv.P99Seconds, out.RatioKubectl, out.RatioFloor, out.ApplyRatioFloor,
+		fmtApplyErrors(conv.ApplyErrors), conv.Manager["reconciles"])
+	return out, g, nil
 }
 
 // mysqlfleetRun creates a group's MySQLClusters on the hub and waits for their objects in members.
@@ -258,6 +287,14 @@ func (b *bench) finish(ctx context.Context, before probe, g *group, members []st
 	if n := r.Manager["@queue count"]; n > 0 {
 		r.MeanQueueWaitSeconds = round(r.Manager["@queue seconds"]/n, 3)
 	}
+	for k, v := range r.Manager {
+		if reason, ok := strings.CutPrefix(k, applyErrorPrefix); ok {
+			if r.ApplyErrors == nil {
+				r.ApplyErrors = map[string]float64{}
+			}
+			r.ApplyErrors[reason] = v
+		}
+	}
 	return r
 }
 
@@ -347,12 +384,13 @@ func (b *bench) idle(ctx context.Context) Idle {
 	return out
 }
 
-// joinPhase times kubectl into the joining member alone, then registers it and times mysqlfleet.
-func (b *bench) joinPhase(ctx context.Context, healthy *group) {
+// joinPhase times kubectl into the joining member alone, then registers it and times mysqlfleet. The member
+// receives the MySQLClusters of every convergence run, and kubectl as many.
+func (b *bench) joinPhase(ctx context.Context, healthy []*group) {
 	o, j := b.o, b.join
 	b.res.Join.Member = j.Name
 	b.logf("(a') kubectl apply --server-side into %s alone", j.Name)
-	if g, err := newGroup(ctx, b.hub, "j", o.clusters, o.perNamespace, b.factsOf(j), true); err != nil {
+	if g, err := newGroup(ctx, b.hub, "j", o.clusters*len(healthy), o.perNamespace, b.factsOf(j), true); err != nil {
 		b.fail("join kubectl", err)
 	} else if dirs, err := writeManifests(filepath.Join(b.tmpDir, "j"), g, []*testfleet.Cluster{j}); err != nil {
 		b.fail("join kubectl", err)
@@ -384,7 +422,7 @@ func (b *bench) joinPhase(ctx context.Context, healthy *group) {
 		}
 		close(engaged)
 	}()
-	r := b.finish(ctx, before, healthy, []string{j.Name}, start, nil)
+	r := b.finish(ctx, before, merge(healthy), []string{j.Name}, start, nil)
 	_ = b.mgr.stopCPUProfile(ctx)
 	b.cached += r.Objects - r.Missing
 	b.res.Join.MySQLFleet = r
@@ -490,7 +528,7 @@ func (b *bench) outage(ctx context.Context, name string, g *group, all []*testfl
 	}
 	r := b.mysqlfleetRun(ctx, name, g, live)
 	out.Run = r
-	out.Ratio = ratio(r.TotalSeconds, b.res.Convergence.MySQLFleet.TotalSeconds)
+	out.Ratio = ratio(r.TotalSeconds, b.res.Convergence.HealthySeconds)
 	b.cached += r.Objects - r.Missing
 	b.logf("%s member: %.2fs on %d live members (P99 %.2fs), %.2fx the healthy run", name, r.TotalSeconds, len(live),
 		r.P99Seconds, out.Ratio)

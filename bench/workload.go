@@ -69,6 +69,16 @@ func (g *group) allKeys() []key {
 	return all
 }
 
+// merge is groups as one, to wait for all their objects.
+func merge(groups []*group) *group {
+	out := &group{}
+	for _, g := range groups {
+		out.clusters = append(out.clusters, g.clusters...)
+		out.keys = append(out.keys, g.keys...)
+	}
+	return out
+}
+
 // keysIn returns the keys of the group that live in the named members.
 func (g *group) keysIn(members ...string) []key {
 	in := map[string]bool{}

@@ -71,6 +71,7 @@ allowInsecureMemberTLS: true
 memberSyncTimeout: 30s
 memberHealthInterval: 5s
 memberTimeout: 20s
+memberMaxInFlight: 16
 deletionTimeout: 10m
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 5s}
 extraArgs: [--zap-log-level=4, --zap-encoder=console]
@@ -288,7 +289,8 @@ func TestValueSets(t *testing.T) {
 		g.Expect(c.ImagePullPolicy).To(Equal(corev1.PullAlways))
 		g.Expect(c.Args).To(ContainElements(
 			"--member-qps=12.5", "--member-burst=25", "--allow-insecure-member-tls=true",
-			"--member-sync-timeout=30s", "--member-health-interval=5s", "--member-timeout=20s", "--deletion-timeout=10m",
+			"--member-sync-timeout=30s", "--member-health-interval=5s", "--member-timeout=20s", "--member-max-in-flight=16",
+			"--deletion-timeout=10m",
 			"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s",
 		))
 		g.Expect(c.Args[len(c.Args)-2:]).To(Equal([]string{"--zap-log-level=4", "--zap-encoder=console"}), "extraArgs come last, so they win")
@@ -392,6 +394,8 @@ func TestSchemaRejects(t *testing.T) {
 		"malformed duration":        {`leaderElection: {leaseDuration: 15 seconds}`, `at '/leaderElection/leaseDuration': '15 seconds' does not match pattern`},
 		"insecure TLS as a string":  {`allowInsecureMemberTLS: "false"`, `at '/allowInsecureMemberTLS': got string, want boolean`},
 		"negative QPS":              {`memberQPS: -1`, `at '/memberQPS': exclusiveMinimum: got -1, want 0`},
+		"no slot per member":        {`memberMaxInFlight: 0`, `at '/memberMaxInFlight': minimum: got 0, want 1`},
+		"fractional slots":          {`memberMaxInFlight: 2.5`, `at '/memberMaxInFlight': got number, want integer`},
 		"bad quantity":              {`resources: {limits: {memory: lots}}`, `at '/resources/limits/memory': 'lots' does not match pattern`},
 		"bad toleration effect":     {`tolerations: [{key: a, effect: Sometimes}]`, `at '/tolerations/0/effect': value must be one of`},
 		"typo deep in affinity":     {`affinity: {nodeAffinity: {requiredDuringScheduling: {}}}`, `at '/affinity/nodeAffinity': additional properties 'requiredDuringScheduling' not allowed`},

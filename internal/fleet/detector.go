@@ -55,6 +55,28 @@ func (t *traffic) answered() {
 	t.lastAnswer = time.Now()
 }
 
+// answeredSince tells whether the member answered a counted request after t.
+func (t *traffic) answeredSince(at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastAnswer.After(at)
+}
+
+// probeVerdict is the outcome of a probe of the member that began at began: its error, unless the member
+// answered other requests while the probe waited. Behind a partition nothing answers; an API server starved of
+// CPU (issue 19 saw it on a machine at load 37) can leave /readyz unanswered past suspectProbeTimeout while it
+// still serves the requests it has, and calling it unreachable would stop every pass working there and have
+// each redone.
+func probeVerdict(err error, t *traffic, began time.Time) error {
+	switch {
+	case err == nil:
+		t.answered()
+	case t.answeredSince(began):
+		return nil
+	}
+	return err
+}
+
 // silence is how long requests have been waiting with no answer from the member; zero when none waits.
 func (t *traffic) silence(now time.Time) time.Duration {
 	t.mu.Lock()
@@ -126,11 +148,9 @@ func (p *Provider) probeNow(name string) {
 	p.mu.Unlock()
 	go func() {
 		pctx, cancel := context.WithTimeout(ctx, suspectProbeTimeout)
-		err := readyz(pctx, hc)
+		began := time.Now()
+		err := probeVerdict(readyz(pctx, hc), tr, began)
 		cancel()
-		if err == nil {
-			tr.answered()
-		}
 		p.mu.Lock()
 		m.probing, m.probedAt = false, time.Now()
 		p.mu.Unlock()

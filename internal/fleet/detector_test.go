@@ -48,3 +48,30 @@ func TestTrafficWrapCountsAnswersNotFailures(t *testing.T) {
 	req("/ok")
 	g.Expect(tr.lastAnswer.IsZero()).To(BeFalse(), "an error status is an answer")
 }
+
+// A failed probe makes a member unreachable only if nothing else it was asked was answered meanwhile: behind a
+// partition nothing is, while a CPU-starved API server may miss its probe and still serve.
+func TestProbeVerdictWeighsOtherAnswers(t *testing.T) {
+	g := NewWithT(t)
+	probeErr := errors.New("member unreachable: /readyz: context deadline exceeded")
+
+	var silent traffic
+	silent.start() // a request waits, unanswered, before and during the probe
+	began := time.Now()
+	g.Expect(probeVerdict(probeErr, &silent, began)).To(MatchError(probeErr), "nothing answered: unreachable")
+
+	var busy traffic
+	busy.start()
+	busy.done(true) // answered before the probe: says nothing about now
+	began = time.Now()
+	g.Expect(probeVerdict(probeErr, &busy, began)).To(MatchError(probeErr), "an answer from before the probe does not count")
+	g.Eventually(func() bool {
+		busy.start()
+		busy.done(true) // answered while the probe waited
+		return probeVerdict(probeErr, &busy, began) == nil
+	}).Should(BeTrue(), "an answer while the probe waited: reachable")
+
+	var ok traffic
+	g.Expect(probeVerdict(nil, &ok, time.Now())).To(Succeed())
+	g.Expect(ok.lastAnswer.IsZero()).To(BeFalse(), "a probe's answer is an answer of the member")
+}

@@ -60,11 +60,8 @@ func (p *Provider) probe(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := readyz(ctx, t.health)
-			if err == nil {
-				t.traffic.answered()
-			}
-			p.setHealth(name, t.cl, err)
+			began := time.Now()
+			p.setHealth(name, t.cl, probeVerdict(readyz(ctx, t.health), t.traffic, began))
 		}()
 	}
 	wg.Wait()

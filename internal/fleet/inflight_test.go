@@ -149,3 +149,80 @@ func TestInflightWaitEndsWithTheCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// bodyServer sends its headers at once and holds the body open until the client goes away.
+func bodyServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+}
+
+// waitFree waits until no request holds a slot of l, and fails the test if one still does after a while.
+func waitFree(t *testing.T, l *inflight) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.now.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still held", l.now.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A slot is given back on every path, even when the caller never closes the body: when the request's own
+// deadline passes, when the caller gives up, and when the request fails before any answer.
+func TestInflightSlotReturnsOnEveryPath(t *testing.T) {
+	srv := bodyServer()
+	defer srv.Close()
+	get := func(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		return c.Do(req)
+	}
+
+	t.Run("deadline, body never closed", func(t *testing.T) {
+		l := newInflight("deadline", 1, 100*time.Millisecond)
+		resp, err := get(context.Background(), limitedClient(l), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp // its body is never closed
+		waitFree(t, l)
+	})
+
+	t.Run("caller gives up, body never closed", func(t *testing.T) {
+		l := newInflight("caller", 1, 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := get(ctx, limitedClient(l), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp
+		if got := l.now.Load(); got != 1 {
+			t.Fatalf("%d slots held while the body is open, want 1", got)
+		}
+		cancel()
+		waitFree(t, l)
+	})
+
+	t.Run("no answer", func(t *testing.T) {
+		gone := httptest.NewServer(http.NotFoundHandler())
+		url := gone.URL
+		gone.Close() // connections are refused
+		l := newInflight("refused", 1, 0)
+		c := limitedClient(l)
+		// One context for all: with the slot kept by the first, the second would wait until it ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for range 3 {
+			if _, err := get(ctx, c, url); err == nil || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("request to a closed port: %v, want the connection refused", err)
+			}
+		}
+		waitFree(t, l)
+	})
+}

@@ -65,8 +65,8 @@ type Options struct {
 	// MaxInFlight bounds the requests the manager has outstanding against one member API server (watches
 	// excluded); the rest wait in the manager for a slot. Default DefaultMaxInFlight.
 	MaxInFlight int
-	// RequestTimeout bounds one request to a member, counted from when it has a slot; zero means no bound but
-	// the caller's. Default DefaultRequestTimeout.
+	// RequestTimeout bounds one request to a member, counted from when it has a slot. Default
+	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.

@@ -45,9 +45,11 @@ type Options struct {
 	MemberSyncTimeout time.Duration
 	// MemberHealthInterval is how often engaged members are probed for reachability.
 	MemberHealthInterval time.Duration
-	// MemberTimeout bounds one request to a member, counted from when it is sent.
+	// MemberTimeout bounds one request to a member, counted from when it is sent; zero means
+	// fleet.DefaultRequestTimeout.
 	MemberTimeout time.Duration
-	// MemberMaxInFlight bounds the requests outstanding against one member.
+	// MemberMaxInFlight bounds the requests outstanding against one member (watches excluded); zero means
+	// fleet.DefaultMaxInFlight.
 	MemberMaxInFlight int
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
 	DeletionTimeout time.Duration
@@ -73,6 +75,12 @@ func Scheme() *runtime.Scheme {
 func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	if opts.Namespace == "" {
 		return nil, fmt.Errorf("the manager's namespace is required")
+	}
+	// Zero takes the fleet's defaults; a negative bound would make every member unusable (no slot, or
+	// requests that end before they are sent), so it is refused rather than read as "none".
+	if opts.MemberMaxInFlight < 0 || opts.MemberTimeout < 0 {
+		return nil, fmt.Errorf("the member in-flight bound (%d) and request timeout (%s) must not be negative",
+			opts.MemberMaxInFlight, opts.MemberTimeout)
 	}
 	if opts.LeaderElectionID == "" {
 		opts.LeaderElectionID = "mysqlfleet-manager"
