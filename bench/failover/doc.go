@@ -13,9 +13,11 @@
 //
 // The benchmark is in failover_test.go, because the servers and the fleet are tied to a testing.TB's life:
 //
-//	go test -run '^$' -bench . -benchtime 1x -timeout 60m ./bench/failover -args -runs=5
+//	go test -run '^$' -bench . -benchtime 1x -timeout 60m ./bench/failover -args -runs=10
 //
-// It prints a table and writes bench/results/failover-<UTC timestamp>.json and bench/results/failover-latest.json;
-// the member controller's log goes to bench/results/profiles/failover-<UTC timestamp>/. Nothing about time is
-// asserted; a lost acknowledged write fails the run.
+// The writer writes for -warmup plus a random part of up to -spread (the controller's poll interval) before the
+// fault, so that faults land anywhere in the controller's poll cycle, as real ones do. The benchmark prints a
+// table and writes bench/results/failover-<UTC timestamp>.json and bench/results/failover-latest.json; the member
+// controller's and the member's kube-controller-manager's logs go to bench/results/profiles/failover-<UTC
+// timestamp>/. Nothing about time is asserted; a lost acknowledged write fails the run.
 package failover

@@ -108,7 +108,9 @@ func startEnv(b *testing.B, logs string) *env {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{ctx: ctx, c: c, def: defs[i], timing: productionTiming,
+	timing := productionTiming
+	timing.PollInterval, timing.StatusTimeout = *flagPollInterval, *flagStatusTimeout
+	e := &env{ctx: ctx, c: c, def: defs[i], timing: timing,
 		kcmLog: filepath.Join(m.Dir, "kube-controller-manager.log")}
 	// Runs before the fleet stops and takes its directory away.
 	b.Cleanup(func() {
@@ -131,7 +133,7 @@ func startEnv(b *testing.B, logs string) *env {
 		UserName: "system:serviceaccount:" + controllerNS + ":" + member.ServiceAccountName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + controllerNS, "system:authenticated"},
 	}
-	// cmd/member's defaults throughout: leader election on its Lease with the default durations, four sets at a
+	// cmd/member's defaults throughout (unless -poll-interval or -status-timeout say otherwise): leader election on its Lease with the default durations, four sets at a
 	// time. Only the metrics and probe listeners are off, and the Resolver maps Pods to the servers standing
 	// behind them (in production it dials the Pod IP).
 	mgr, err := member.New(cfg, member.Options{
@@ -142,7 +144,7 @@ func startEnv(b *testing.B, logs string) *env {
 		RetryPeriod:             2 * time.Second,
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "0",
-		Timing:                  productionTiming,
+		Timing:                  timing,
 		MaxConcurrentReconciles: 4,
 		Resolver:                resolveAny,
 	})
@@ -161,16 +163,29 @@ func startEnv(b *testing.B, logs string) *env {
 }
 
 // setServers maps each run's namespace to the servers behind its Pods, for the one member controller that serves
-// every run.
+// every run, and to the run's timeline while it is recorded.
 var setServers = struct {
 	sync.Mutex
-	byNS map[string]*dbpods.Servers
-}{byNS: map[string]*dbpods.Servers{}}
+	byNS      map[string]*dbpods.Servers
+	timelines map[string]*timeline
+}{byNS: map[string]*dbpods.Servers{}, timelines: map[string]*timeline{}}
 
-func serversOf(ns string) *dbpods.Servers {
+func serversOf(ns string) (*dbpods.Servers, *timeline) {
 	setServers.Lock()
 	defer setServers.Unlock()
-	return setServers.byNS[ns]
+	return setServers.byNS[ns], setServers.timelines[ns]
+}
+
+// recordPasses makes the Resolver note on tl when the member controller starts a pass over the set in ns (nil
+// stops it).
+func recordPasses(ns string, tl *timeline) {
+	setServers.Lock()
+	defer setServers.Unlock()
+	if tl == nil {
+		delete(setServers.timelines, ns)
+		return
+	}
+	setServers.timelines[ns] = tl
 }
 
 func setServersOf(ns string, s *dbpods.Servers) {
@@ -183,9 +198,14 @@ func setServersOf(ns string, s *dbpods.Servers) {
 	setServers.byNS[ns] = s
 }
 
-// resolveAny is the member controller's Resolver: the server behind a Pod of whichever run's set it belongs to.
+// resolveAny is the member controller's Resolver: the server behind a Pod of whichever run's set it belongs to. A
+// pass resolves every Pod, ordinal 0 first, before it reads any server: the call for ordinal 0 marks when a pass
+// starts, which tells how long a fault waited for the next poll.
 func resolveAny(pod *corev1.Pod) (clustering.Address, error) {
-	s := serversOf(pod.Namespace)
+	s, tl := serversOf(pod.Namespace)
+	if tl != nil && pod.Name == setName+"-0" {
+		tl.add("pass starts")
+	}
 	if s == nil {
 		return clustering.Address{}, fmt.Errorf("no server runs for pod %s/%s", pod.Namespace, pod.Name)
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +23,25 @@ import (
 
 var (
 	flagRuns         = flag.Int("runs", 5, "runs of each kind (failover, switchover), each on a fresh set of fresh servers")
-	flagOnly         = flag.String("only", "", "run one kind only: failover or switchover")
-	flagWarmup       = flag.Duration("warmup", 3*time.Second, "how long the writer writes before the fault or the request")
+	flagOnly         = flag.String("only", "", "run one kind only: failover, frozen or switchover")
+	flagWarmup       = flag.Duration("warmup", 3*time.Second, "how long the writer writes before the fault or the request, at least")
+	flagSpread       = flag.Duration("spread", 0, "a random wait of up to this much is added to the warmup, so that faults land anywhere in the member controller's poll cycle; 0 means the poll interval, a negative value none")
 	flagAfter        = flag.Duration("after", time.Second, "how long the writer goes on after its first write on the new primary")
 	flagWithin       = flag.Duration("within", 2*time.Minute, "how long to wait for the first write on the new primary before the run counts as failed")
 	flagWriteTimeout = flag.Duration("write-timeout", 2*time.Second, "the writer's bound on one INSERT")
-	flagOut          = flag.String("out", "", "directory of the JSON results; default bench/results of the module")
+	// The member controller's --poll-interval and --status-timeout, for trying other values; the figures of
+	// record use cmd/member's defaults.
+	flagPollInterval  = flag.Duration("poll-interval", productionTiming.PollInterval, "the member controller's --poll-interval")
+	flagStatusTimeout = flag.Duration("status-timeout", productionTiming.StatusTimeout, "the member controller's --status-timeout")
+	flagOut           = flag.String("out", "", "directory of the JSON results; default bench/results of the module")
 )
 
 const (
-	kindFailover   = "failover"
+	kindFailover = "failover"
+	// kindFrozen is a failover of a primary that stops answering without going away (SIGSTOP): its port still
+	// accepts connections but nothing answers, as with a hung server or a host cut off by a partition, where a
+	// killed process on a live host refuses connections at once.
+	kindFrozen     = "frozen"
 	kindSwitchover = "switchover"
 	// Targets of issue 14, medians on this machine.
 	failoverTarget   = 10 * time.Second
@@ -39,10 +51,10 @@ const (
 // BenchmarkFailover measures failover and switchover on real servers; see the package documentation. Run it once
 // (-benchtime 1x): each run is a sub-benchmark of its own so that its servers stop when it ends.
 func BenchmarkFailover(b *testing.B) {
-	kinds := []string{kindFailover, kindSwitchover}
+	kinds := []string{kindFailover, kindFrozen, kindSwitchover}
 	if *flagOnly != "" {
 		if !slices.Contains(kinds, *flagOnly) {
-			b.Fatalf("-only must be %s or %s", kindFailover, kindSwitchover)
+			b.Fatalf("-only must be one of %v", kinds)
 		}
 		kinds = []string{*flagOnly}
 	}
@@ -67,10 +79,14 @@ func BenchmarkFailover(b *testing.B) {
 	e := startEnv(b, logs)
 	res.Controller = controllerOf(e)
 
-	// Kinds alternate, so that a change in the machine's load weighs on both alike.
+	// Kinds alternate, so that a change in the machine's load weighs on all alike.
 	figures := map[string]*Figure{
-		kindFailover:   {What: "kill -9 of the primary's server → first write acknowledged by the new primary", TargetSeconds: failoverTarget.Seconds()},
-		kindSwitchover: {What: "switchover requested (StatefulSet annotation written) → first write acknowledged by the target", TargetSeconds: switchoverTarget.Seconds()},
+		kindFailover: {What: "kill -9 of the primary's server → first write acknowledged by the new primary",
+			TargetSeconds: failoverTarget.Seconds()},
+		kindFrozen: {What: "primary's server frozen (SIGSTOP) → first write acknowledged by the new primary",
+			TargetSeconds: failoverTarget.Seconds()},
+		kindSwitchover: {What: "switchover requested (StatefulSet annotation written) → first write acknowledged by the target",
+			TargetSeconds: switchoverTarget.Seconds()},
 	}
 	for i := 1; i <= *flagRuns; i++ {
 		for _, kind := range kinds {
@@ -94,9 +110,12 @@ func BenchmarkFailover(b *testing.B) {
 	for _, kind := range kinds {
 		f := figures[kind]
 		f.summarize()
-		if kind == kindFailover {
+		switch kind {
+		case kindFailover:
 			res.Failover = f
-		} else {
+		case kindFrozen:
+			res.Frozen = f
+		case kindSwitchover:
 			res.Switchover = f
 		}
 	}
@@ -132,7 +151,17 @@ func (e *env) measure(b *testing.B, r *Run, h *Host) {
 	stop := func() { stopWriter(); <-stopped }
 	defer stop()
 
-	sleep(ctx, *flagWarmup)
+	// Without the random part every fault would land at the same point of the controller's poll cycle (the set
+	// formed on a pass, and the warmup is fixed), and the time to notice it would be the same in every run.
+	spread := time.Duration(0)
+	switch {
+	case *flagSpread == 0:
+		spread = time.Duration(rand.Int64N(int64(e.timing.PollInterval)))
+	case *flagSpread > 0:
+		spread = time.Duration(rand.Int64N(int64(*flagSpread)))
+	}
+	r.SpreadSeconds = spread.Seconds()
+	sleep(ctx, *flagWarmup+spread)
 	if len(w.acked()) == 0 {
 		fail("no write was acknowledged through %s in %s (%d failed)", s.cluster.PrimaryServiceName(), *flagWarmup,
 			w.failed())
@@ -155,6 +184,17 @@ func (e *env) measure(b *testing.B, r *Run, h *Host) {
 	case kindFailover:
 		t0 = time.Now()
 		old.Kill()
+	case kindFrozen:
+		pid, err := serverPID(old.DataDir)
+		if err != nil {
+			fail("finding the primary's process: %v", err)
+		}
+		// Killed when the run ends, frozen or not: a stopped process would only take SIGTERM once resumed.
+		defer old.Kill()
+		t0 = time.Now()
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			fail("freezing the primary's server: %v", err)
+		}
 	case kindSwitchover:
 		target := s.pod(1)
 		onNewPrimary = func(pod string) bool { return pod == target }
@@ -220,6 +260,16 @@ func (e *env) measure(b *testing.B, r *Run, h *Host) {
 	}
 }
 
+// serverPID is the process id of the mariadbd whose data directory is dataDir, from the pid file mysqltest has it
+// write beside the data directory.
+func serverPID(dataDir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(dataDir), "mariadbd.pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
 // requestPrimary asks for a switchover as the hub does for spec.primaries: the StatefulSet rendered with the
 // member's entry, applied.
 func (e *env) requestPrimary(s *set, ordinal int32) error {
@@ -247,7 +297,7 @@ func phases(r *Run, tl *timeline, w *writer, t0 time.Time) []Phase {
 			ps = append(ps, p)
 		}
 	}
-	if r.Kind == kindFailover {
+	if r.Kind != kindSwitchover {
 		add("failover started")(tl.first(t0, "decision FailoverStarted"))
 	} else {
 		// The old primary fenced: read-only, its connections ended.

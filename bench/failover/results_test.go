@@ -23,6 +23,7 @@ type Results struct {
 	Controller Controller `json:"memberController"`
 	Writer     Writer     `json:"writer"`
 	Failover   *Figure    `json:"failover,omitempty"`
+	Frozen     *Figure    `json:"frozenPrimaryFailover,omitempty"`
 	Switchover *Figure    `json:"switchover,omitempty"`
 }
 
@@ -38,8 +39,10 @@ type Host struct {
 	Commit    string     `json:"commit,omitempty"`
 }
 
-// Controller is how the member controller ran: cmd/member's defaults.
+// Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.
 type Controller struct {
+	// Defaults tells whether every value is cmd/member's default.
+	Defaults            bool   `json:"cmdMemberDefaults"`
 	PollInterval        string `json:"pollInterval"`
 	BusyInterval        string `json:"busyInterval"`
 	StatusTimeout       string `json:"statusTimeout"`
@@ -54,6 +57,7 @@ type Writer struct {
 	EndpointPoll string `json:"endpointSlicePoll"`
 	WriteTimeout string `json:"writeTimeout"`
 	Warmup       string `json:"warmup"`
+	Spread       string `json:"spread"`
 }
 
 // Figure is one kind of run: its runs and their minimum, median and maximum.
@@ -78,8 +82,10 @@ type Run struct {
 	Kind  string  `json:"kind"`
 	Index int     `json:"run"`
 	Load1 float64 `json:"load1AtStart"`
-	From  string  `json:"from"`
-	To    string  `json:"to,omitempty"`
+	// SpreadSeconds is the random part of the warmup, which places the fault in the controller's poll cycle.
+	SpreadSeconds float64 `json:"spreadSeconds"`
+	From          string  `json:"from"`
+	To            string  `json:"to,omitempty"`
 	// Seconds is from the kill (or the annotation write) to the first write the new primary acknowledged.
 	Seconds float64 `json:"seconds"`
 	// GapSeconds is the client's time without an acknowledged write: the last one before the new primary's
@@ -123,7 +129,7 @@ func newResults(stamp string) *Results {
 		Timestamp: stamp,
 		Host:      Host{Cores: runtime.NumCPU(), LoadStart: loadAverage(), GoVersion: runtime.Version()},
 		Writer: Writer{EndpointPoll: pollEvery.String(), WriteTimeout: flagWriteTimeout.String(),
-			Warmup: flagWarmup.String()},
+			Warmup: flagWarmup.String(), Spread: spreadOf(*flagSpread)},
 	}
 	if rev, ok := commit(); ok {
 		r.Host.Commit = rev
@@ -131,9 +137,19 @@ func newResults(stamp string) *Results {
 	return r
 }
 
+func spreadOf(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "up to the poll interval"
+	case d < 0:
+		return "none"
+	}
+	return "up to " + d.String()
+}
+
 func controllerOf(e *env) Controller {
 	t := e.timing
-	return Controller{PollInterval: t.PollInterval.String(), BusyInterval: t.BusyInterval.String(),
+	return Controller{Defaults: t == productionTiming, PollInterval: t.PollInterval.String(), BusyInterval: t.BusyInterval.String(),
 		StatusTimeout: t.StatusTimeout.String(), PassTimeout: t.PassTimeout.String(), MaxLag: t.MaxLag.String(),
 		ReplicaConnectRetry: t.ReplicaConnectRetry.String(), LeaderElection: true}
 }
@@ -185,7 +201,7 @@ func median(v []float64) float64 {
 
 func (r *Results) figures() []*Figure {
 	var fs []*Figure
-	for _, f := range []*Figure{r.Failover, r.Switchover} {
+	for _, f := range []*Figure{r.Failover, r.Frozen, r.Switchover} {
 		if f != nil {
 			fs = append(fs, f)
 		}
@@ -206,8 +222,12 @@ func (r *Results) print(out io.Writer) {
 	c := r.Controller
 	_, _ = fmt.Fprintf(out, "\nFailover and switchover on real servers: %s, 3 servers (a primary and two semi-sync replicas).\n",
 		r.Host.MariaDB)
-	_, _ = fmt.Fprintf(out, "Member controller with cmd/member's defaults: poll %s, busy %s, status timeout %s, max lag %s, "+
-		"leader election on.\n", c.PollInterval, c.BusyInterval, c.StatusTimeout, c.MaxLag)
+	settings := "cmd/member's defaults"
+	if !c.Defaults {
+		settings = "settings that are NOT cmd/member's defaults"
+	}
+	_, _ = fmt.Fprintf(out, "Member controller with %s: poll %s, busy %s, status timeout %s, max lag %s, "+
+		"leader election on.\n", settings, c.PollInterval, c.BusyInterval, c.StatusTimeout, c.MaxLag)
 	_, _ = fmt.Fprintf(out, "Writer: one autocommit INSERT at a time through <name>-primary's ready EndpointSlice endpoint "+
 		"(listed every %s and after each failed write), as the application's account.\n", r.Writer.EndpointPoll)
 	_, _ = fmt.Fprintf(out, "Load average (1, 5, 15 min) %s at start, %s at end, on %d cores.\n\n",
@@ -230,16 +250,17 @@ func (r *Results) print(out io.Writer) {
 			continue
 		}
 		_, _ = fmt.Fprintf(out, "\n%s runs (seconds after the %s):\n", f.Runs[0].Kind, map[string]string{
-			kindFailover: "kill", kindSwitchover: "annotation write"}[f.Runs[0].Kind])
+			kindFailover: "kill", kindFrozen: "SIGSTOP", kindSwitchover: "annotation write"}[f.Runs[0].Kind])
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		head := []string{"run", "load1", "from", "to"}
+		head := []string{"run", "load1", "spread", "from", "to"}
 		for _, p := range f.PhaseMedians {
 			head = append(head, p.Name)
 		}
 		head = append(head, "gap", "acked", "failed", "lost", "semi-sync no_tx", "slice retries")
 		_, _ = fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, run := range f.Runs {
-			row := []string{strconv.Itoa(run.Index), fmt.Sprintf("%.1f", run.Load1), run.From, run.To}
+			row := []string{strconv.Itoa(run.Index), fmt.Sprintf("%.1f", run.Load1), secs(run.SpreadSeconds), run.From,
+				run.To}
 			if run.Error != "" {
 				row = append(row, "error: "+run.Error)
 				_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
@@ -253,7 +274,7 @@ func (r *Results) print(out io.Writer) {
 				strconv.Itoa(run.EndpointSliceRetries))
 			_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
-		row := []string{"median", "", "", ""}
+		row := []string{"median", "", "", "", ""}
 		for _, p := range f.PhaseMedians {
 			row = append(row, secs(p.Seconds))
 		}

@@ -25,7 +25,7 @@ type event struct {
 
 // timeline records, from watches on the run's namespace, where the time of a change of primary goes: the
 // member controller's report and record (each pass that decided something writes them), the Pods' role labels
-// and the EndpointSlices of <name>-primary. Times are those of the watch events' arrival, so each is a little
+// and the EndpointSlices of <name>-primary; and, from the Resolver, when each of the controller's passes starts. Times are those of the watch events' arrival, so each is a little
 // late, by the same small amount.
 type timeline struct {
 	mu     sync.Mutex
@@ -57,6 +57,11 @@ func (tl *timeline) first(t time.Time, what string) (time.Time, bool) {
 // watchSet follows the set's report ConfigMap, Pods and primary Service's EndpointSlices until ctx ends.
 func watchSet(ctx context.Context, c client.WithWatch, s *set) *timeline {
 	tl := &timeline{}
+	recordPasses(s.ns, tl)
+	go func() {
+		<-ctx.Done()
+		recordPasses(s.ns, nil)
+	}()
 	report := v1alpha1.ReplicationReportName(setName)
 	go follow(ctx, c, &corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(s.ns),
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", report)}},
