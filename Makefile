@@ -110,6 +110,11 @@ BENCH_FLAGS ?=
 bench: test-tools ## Run the fleet benchmark (hub + 10 members, 100 MySQLClusters); figures in bench/results/.
 	go run ./bench $(BENCH_FLAGS)
 
+FAILOVER_FLAGS ?= -runs=10
+.PHONY: bench-failover
+bench-failover: deps test-tools ## Time failover (kill -9, frozen primary) and switchover to the first write through <name>-primary on real MariaDB servers; figures in bench/results/failover-*.json.
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/failover -args $(FAILOVER_FLAGS)
+
 ##@ Fleet
 
 .PHONY: demo

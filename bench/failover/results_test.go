@@ -1,0 +1,406 @@
+package failover
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Results is what a benchmark run records, as JSON in bench/results/failover-<timestamp>.json.
+type Results struct {
+	Timestamp  string     `json:"timestamp"`
+	Host       Host       `json:"host"`
+	Controller Controller `json:"memberController"`
+	Writer     Writer     `json:"writer"`
+	Failover   *Figure    `json:"failover,omitempty"`
+	Frozen     *Figure    `json:"frozenPrimaryFailover,omitempty"`
+	Switchover *Figure    `json:"switchover,omitempty"`
+}
+
+// Host is the machine and its load: the servers, the member's control plane and the controller share its cores
+// with whatever else runs.
+type Host struct {
+	Cores int `json:"cores"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load averages.
+	LoadStart [3]float64 `json:"loadAverageStart"`
+	LoadEnd   [3]float64 `json:"loadAverageEnd"`
+	GoVersion string     `json:"goVersion"`
+	MariaDB   string     `json:"mariadb"`
+	Commit    string     `json:"commit,omitempty"`
+}
+
+// Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.
+type Controller struct {
+	// Defaults tells whether every value is cmd/member's default.
+	Defaults            bool   `json:"cmdMemberDefaults"`
+	PollInterval        string `json:"pollInterval"`
+	BusyInterval        string `json:"busyInterval"`
+	StatusTimeout       string `json:"statusTimeout"`
+	PassTimeout         string `json:"passTimeout"`
+	MaxLag              string `json:"maxLag"`
+	ReplicaConnectRetry string `json:"replicaConnectRetry"`
+	LeaderElection      bool   `json:"leaderElection"`
+}
+
+// Writer is how the client wrote.
+type Writer struct {
+	EndpointPoll string `json:"endpointSlicePoll"`
+	WriteTimeout string `json:"writeTimeout"`
+	Warmup       string `json:"warmup"`
+	Spread       string `json:"spread"`
+}
+
+// Figure is one kind of run: its runs and their minimum, median and maximum.
+type Figure struct {
+	What          string  `json:"what"`
+	TargetSeconds float64 `json:"targetMedianSeconds"`
+	Completed     int     `json:"completedRuns"`
+	MinSeconds    float64 `json:"minSeconds"`
+	MedianSeconds float64 `json:"medianSeconds"`
+	MaxSeconds    float64 `json:"maxSeconds"`
+	// Met tells whether the median is within the target (false when no run completed).
+	Met bool `json:"targetMet"`
+	// LostWrites is the sum over the runs of acknowledged writes missing on the new primary; it must be 0.
+	LostWrites int `json:"acknowledgedWritesLost"`
+	// PhaseMedians are the medians over completed runs of each phase's time after the fault or request.
+	PhaseMedians []Phase `json:"phaseMedians"`
+	Runs         []Run   `json:"runs"`
+}
+
+// Run is one fault or request on a fresh set.
+type Run struct {
+	Kind  string  `json:"kind"`
+	Index int     `json:"run"`
+	Load1 float64 `json:"load1AtStart"`
+	// SpreadSeconds is the random part of the warmup, which places the fault in the controller's poll cycle.
+	SpreadSeconds float64 `json:"spreadSeconds"`
+	From          string  `json:"from"`
+	To            string  `json:"to,omitempty"`
+	// Seconds is from the kill (or the annotation write) to the first write the new primary acknowledged.
+	Seconds float64 `json:"seconds"`
+	// GapSeconds is the client's time without an acknowledged write: the last one before the new primary's
+	// first, to that first.
+	GapSeconds   float64 `json:"gapSeconds"`
+	Phases       []Phase `json:"phases,omitempty"`
+	Acknowledged int     `json:"acknowledgedWrites"`
+	FailedWrites int     `json:"failedWrites"`
+	Lost         int     `json:"acknowledgedWritesLost"`
+	LostIDs      []int64 `json:"lostIDs,omitempty"`
+	// SemiSyncBefore is the old primary's semi-sync status just before the fault or request, SemiSyncAfter the
+	// new primary's after the run's last write: every acknowledged write waited for a replica (no_tx 0).
+	SemiSyncBefore SemiSync `json:"semiSyncBefore"`
+	SemiSyncAfter  SemiSync `json:"semiSyncAfter"`
+	Transition     string   `json:"reportedTransition,omitempty"`
+	// EndpointSliceRetries counts the member's EndpointSlice controller retrying <name>-primary during the run
+	// because its cache lagged its own write: each costs the endpoints a second or more.
+	EndpointSliceRetries int `json:"endpointSliceRetries"`
+	// Timeline is every change seen in the member during the run, in seconds after the fault or request.
+	Timeline []string `json:"timeline,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// Phase is a moment after the fault or request; -1 when it was not seen.
+type Phase struct {
+	Name    string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+// SemiSync is a primary's semi-sync counters.
+type SemiSync struct {
+	Version string `json:"-"`
+	Status  string `json:"status"`
+	Clients int    `json:"clients"`
+	YesTx   int64  `json:"yesTx"`
+	NoTx    int64  `json:"noTx"`
+}
+
+func newResults(stamp string) *Results {
+	r := &Results{
+		Timestamp: stamp,
+		Host:      Host{Cores: runtime.NumCPU(), LoadStart: loadAverage(), GoVersion: runtime.Version()},
+		Writer: Writer{EndpointPoll: pollEvery.String(), WriteTimeout: flagWriteTimeout.String(),
+			Warmup: flagWarmup.String(), Spread: spreadOf(*flagSpread)},
+	}
+	if rev, ok := commit(); ok {
+		r.Host.Commit = rev
+	}
+	return r
+}
+
+func spreadOf(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "up to the poll interval"
+	case d < 0:
+		return "none"
+	}
+	return "up to " + d.String()
+}
+
+func controllerOf(e *env) Controller {
+	t := e.timing
+	return Controller{Defaults: t == productionTiming, PollInterval: t.PollInterval.String(), BusyInterval: t.BusyInterval.String(),
+		StatusTimeout: t.StatusTimeout.String(), PassTimeout: t.PassTimeout.String(), MaxLag: t.MaxLag.String(),
+		ReplicaConnectRetry: t.ReplicaConnectRetry.String(), LeaderElection: true}
+}
+
+// summarize computes the figure from the runs that completed; a failed run counts in none of the times.
+func (f *Figure) summarize() {
+	var secs []float64
+	byPhase := map[string][]float64{}
+	var order []string
+	for _, r := range f.Runs {
+		f.LostWrites += r.Lost
+		if r.Error != "" {
+			continue
+		}
+		secs = append(secs, r.Seconds)
+		for _, p := range r.Phases {
+			if !slices.Contains(order, p.Name) {
+				order = append(order, p.Name)
+			}
+			if p.Seconds >= 0 {
+				byPhase[p.Name] = append(byPhase[p.Name], p.Seconds)
+			}
+		}
+	}
+	f.Completed = len(secs)
+	if len(secs) == 0 {
+		return
+	}
+	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), median(secs), slices.Max(secs)
+	f.Met = f.MedianSeconds <= f.TargetSeconds
+	for _, name := range order {
+		p := Phase{Name: name, Seconds: -1}
+		if v := byPhase[name]; len(v) > 0 {
+			p.Seconds = median(v)
+		}
+		f.PhaseMedians = append(f.PhaseMedians, p)
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func (r *Results) figures() []*Figure {
+	var fs []*Figure
+	for _, f := range []*Figure{r.Failover, r.Frozen, r.Switchover} {
+		if f != nil {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+func (r *Results) lost() int {
+	n := 0
+	for _, f := range r.figures() {
+		n += f.LostWrites
+	}
+	return n
+}
+
+// print writes the legend, the figures against their targets and every run's phases.
+func (r *Results) print(out io.Writer) {
+	c := r.Controller
+	_, _ = fmt.Fprintf(out, "\nFailover and switchover on real servers: %s, 3 servers (a primary and two semi-sync replicas).\n",
+		r.Host.MariaDB)
+	settings := "cmd/member's defaults"
+	if !c.Defaults {
+		settings = "settings that are NOT cmd/member's defaults"
+	}
+	_, _ = fmt.Fprintf(out, "Member controller with %s: poll %s, busy %s, status timeout %s, max lag %s, "+
+		"leader election on.\n", settings, c.PollInterval, c.BusyInterval, c.StatusTimeout, c.MaxLag)
+	_, _ = fmt.Fprintf(out, "Writer: one autocommit INSERT at a time through <name>-primary's ready EndpointSlice endpoint "+
+		"(listed every %s and after each failed write), as the application's account.\n", r.Writer.EndpointPoll)
+	_, _ = fmt.Fprintf(out, "Load average (1, 5, 15 min) %s at start, %s at end, on %d cores.\n\n",
+		fmtLoad(r.Host.LoadStart), fmtLoad(r.Host.LoadEnd), r.Host.Cores)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "figure\truns\tmin\tmedian\tmax\ttarget (median)\t\tacknowledged writes lost")
+	for _, f := range r.figures() {
+		verdict := "missed"
+		if f.Met {
+			verdict = "met"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t≤ %gs\t%s\t%d\n", f.What, f.Completed, len(f.Runs),
+			secs(f.MinSeconds), secs(f.MedianSeconds), secs(f.MaxSeconds), f.TargetSeconds, verdict, f.LostWrites)
+	}
+	_ = tw.Flush()
+
+	for _, f := range r.figures() {
+		if len(f.Runs) == 0 {
+			continue
+		}
+		_, _ = fmt.Fprintf(out, "\n%s runs (seconds after the %s):\n", f.Runs[0].Kind, map[string]string{
+			kindFailover: "kill", kindFrozen: "SIGSTOP", kindSwitchover: "annotation write"}[f.Runs[0].Kind])
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		head := []string{"run", "load1", "spread", "from", "to"}
+		for _, p := range f.PhaseMedians {
+			head = append(head, p.Name)
+		}
+		head = append(head, "gap", "acked", "failed", "lost", "semi-sync no_tx", "slice retries")
+		_, _ = fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, run := range f.Runs {
+			row := []string{strconv.Itoa(run.Index), fmt.Sprintf("%.1f", run.Load1), secs(run.SpreadSeconds), run.From,
+				run.To}
+			if run.Error != "" {
+				row = append(row, "error: "+run.Error)
+				_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
+				continue
+			}
+			for _, p := range run.Phases {
+				row = append(row, secs(p.Seconds))
+			}
+			row = append(row, secs(run.GapSeconds), strconv.Itoa(run.Acknowledged), strconv.Itoa(run.FailedWrites),
+				strconv.Itoa(run.Lost), fmt.Sprintf("%d/%d", run.SemiSyncBefore.NoTx, run.SemiSyncAfter.NoTx),
+				strconv.Itoa(run.EndpointSliceRetries))
+			_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		row := []string{"median", "", "", "", ""}
+		for _, p := range f.PhaseMedians {
+			row = append(row, secs(p.Seconds))
+		}
+		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
+		_ = tw.Flush()
+	}
+	_, _ = fmt.Fprintln(out)
+}
+
+func secs(s float64) string {
+	if s < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", s)
+}
+
+func fmtLoad(l [3]float64) string { return fmt.Sprintf("%.2f %.2f %.2f", l[0], l[1], l[2]) }
+
+// write saves the results as <out>/failover-<timestamp>.json and <out>/failover-latest.json.
+func (r *Results) write(out string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	for _, name := range []string{"failover-" + r.Timestamp + ".json", "failover-latest.json"} {
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("results: %s\n", filepath.Join(out, "failover-"+r.Timestamp+".json"))
+	return nil
+}
+
+func loadAverage() [3]float64 {
+	var l [3]float64
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	for i, f := range strings.Fields(string(data)) {
+		if i >= len(l) {
+			break
+		}
+		l[i], _ = strconv.ParseFloat(f, 64)
+	}
+	return l
+}
+
+// semiSync reads a primary's semi-sync counters and version as root.
+func semiSync(dsn string) (SemiSync, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return SemiSync{}, err
+	}
+	defer func() { _ = db.Close() }()
+	var s SemiSync
+	if err := db.QueryRow("SELECT VERSION()").Scan(&s.Version); err != nil {
+		return s, err
+	}
+	rows, err := db.Query("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_%'")
+	if err != nil {
+		return s, err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return s, err
+		}
+		n, _ := strconv.ParseInt(value, 10, 64)
+		switch strings.ToLower(name) {
+		case "rpl_semi_sync_master_status":
+			s.Status = value
+		case "rpl_semi_sync_master_clients":
+			s.Clients = int(n)
+		case "rpl_semi_sync_master_yes_tx":
+			s.YesTx = n
+		case "rpl_semi_sync_master_no_tx":
+			s.NoTx = n
+		}
+	}
+	return s, rows.Err()
+}
+
+// ids are the ids the writer's table holds on a server.
+func ids(dsn string) (map[int64]bool, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = db.Close() }()
+	rows, err := db.Query("SELECT id FROM " + database + ".writes")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// relative renders a timeline in seconds after t0, for the JSON.
+func relative(events []event, t0 time.Time) []string {
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		out = append(out, fmt.Sprintf("%+.3fs %s", e.at.Sub(t0).Seconds(), e.what))
+	}
+	return out
+}
+
+// commit is the checked-out revision, marked -dirty when the tree has changes.
+func commit() (string, bool) {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "", false
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--", ".").Output(); err == nil && len(st) > 0 {
+		rev += "-dirty"
+	}
+	return rev, true
+}
