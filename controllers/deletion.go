@@ -35,7 +35,7 @@ import (
 func teardown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster, deleteVolumes bool) (bool, error) {
 	sel := client.MatchingLabels{v1alpha1.ClusterUIDLabel: string(c.UID), v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 	lists := []client.ObjectList{
-		&appsv1.StatefulSetList{}, &batchv1.CronJobList{}, &policyv1.PodDisruptionBudgetList{},
+		&appsv1.StatefulSetList{}, &batchv1.CronJobList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{},
 		&corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
 	}
 	if deleteVolumes {

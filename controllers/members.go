@@ -198,6 +198,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	// What the member said last stays until it is read again: an unreachable member keeps its last report,
 	// under a Reachable condition that says how old the news is.
 	st.Conditions, st.Adopted, st.Replication = prev.Conditions, prev.Adopted, prev.Replication
+	st.Backups, st.Restore, st.LastBackup = prev.Backups, prev.Restore, prev.LastBackup
 	conds := memberConditions{st: &st, gen: c.Generation}
 
 	switch {
@@ -229,7 +230,19 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	if sched, err := render.BackupSchedule(c, m.Name); err == nil {
 		st.BackupSchedule = sched
 	}
-	objs, err := render.Render(c, m.Member, s.creds)
+	opts := []render.Option{render.WithRunnerImage(r.runnerImage())}
+	if c.Spec.Restore != nil {
+		from, err := s.restoreFor(m.Name)
+		if err != nil {
+			conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+			return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonInvalidSpec, err), err
+		}
+		opts = append(opts, render.WithRestore(from))
+	}
+	if at, ok := backupRequested(c, prev); ok {
+		opts = append(opts, render.WithBackupNow(at))
+	}
+	objs, err := render.Render(c, m.Member, s.creds, opts...)
 	if err != nil {
 		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 		reason := v1alpha1.ReasonInvalidSpec
@@ -370,7 +383,8 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 		case cerr != nil:
 			readErrs = append(readErrs, cerr.Error())
 		case cj.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID):
-			st.LastBackup = cj.Status.LastSuccessfulTime
+			// The last successful backup is the member controller's word, from the backup's manifest (below),
+			// never the CronJob's: a Job that exits 0 without a manifest made no backup.
 			st.LastScheduledBackup = cj.Status.LastScheduleTime
 		}
 	}
@@ -398,6 +412,14 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 		}
 	}
 	st.Replication = memberReplication(rep, st.Replication, metav1.Now())
+	if rep != nil {
+		st.Backups, st.Restore = rep.Backups.DeepCopy(), rep.Restore.DeepCopy()
+	}
+	st.LastBackup = nil
+	if st.Backups != nil && st.Backups.LastSuccessful != nil {
+		t := st.Backups.LastSuccessful.Time
+		st.LastBackup = &t
+	}
 	repl, reason, rmsg, needsPerson := replicationVerdict(c.Spec.Replicas, c.StatefulSetName(), rep, st.Replication)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionReplicating,
 		Status: repl, Reason: reason, Message: rmsg, ObservedGeneration: c.Generation})
@@ -424,6 +446,13 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 		switch {
 		case podsReady && repl == metav1.ConditionTrue:
 			st.Phase = v1alpha1.PhaseReady
+		case st.Restore != nil && st.Restore.Phase == v1alpha1.RestoreFailed:
+			st.Phase = v1alpha1.PhaseDegraded
+			if st.LastError == "" {
+				st.LastError = "the restore failed: " + st.Restore.Reason
+			}
+		case st.Restore != nil && st.Restore.Phase == v1alpha1.RestorePending:
+			st.Phase = v1alpha1.PhaseRestoring
 		case needsPerson:
 			st.Phase = v1alpha1.PhaseDegraded
 			if st.LastError == "" {
@@ -605,7 +634,7 @@ func applyInWaves(ctx context.Context, a apply.Applier, objs *render.Objects) ([
 		switch obj.(type) {
 		case *corev1ac.NamespaceApplyConfiguration:
 			first = append(first, i)
-		case *appsv1ac.StatefulSetApplyConfiguration, *batchv1ac.CronJobApplyConfiguration:
+		case *appsv1ac.StatefulSetApplyConfiguration, *batchv1ac.CronJobApplyConfiguration, *batchv1ac.JobApplyConfiguration:
 			third = append(third, i)
 		default:
 			second = append(second, i)

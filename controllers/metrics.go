@@ -45,7 +45,7 @@ var (
 
 // phases are every value of status.phase, each a series of mysqlfleet_cluster_phase, so that a query for one
 // phase never finds a gap.
-var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseProgressing, v1alpha1.PhaseReady,
+var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1alpha1.PhaseProgressing, v1alpha1.PhaseReady,
 	v1alpha1.PhaseDegraded, v1alpha1.PhasePaused, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDeleting}
 
 func init() {

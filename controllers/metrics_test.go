@@ -22,7 +22,7 @@ func TestClusterPhaseMetric(t *testing.T) {
 	key := client.ObjectKeyFromObject(c)
 	eventuallyConverged(g, key)
 	g.Eventually(func() map[string]float64 { return phaseSeries(g, key) }, 30*time.Second, 250*time.Millisecond).Should(Equal(map[string]float64{
-		"Pending": 0, "Progressing": 1, "Ready": 0, "Degraded": 0, "Paused": 0, "Unreachable": 0, "Deleting": 0,
+		"Pending": 0, "Restoring": 0, "Progressing": 1, "Ready": 0, "Degraded": 0, "Paused": 0, "Unreachable": 0, "Deleting": 0,
 	}))
 	g.Expect(hub.Delete(context.Background(), c)).To(Succeed())
 	eventuallyGone(g, key)

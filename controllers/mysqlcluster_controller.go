@@ -45,7 +45,8 @@ import (
 func MemberObjects() []client.Object {
 	return []client.Object{
 		&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{},
-		&policyv1.PodDisruptionBudget{}, &batchv1.CronJob{}, &corev1.PersistentVolumeClaim{}, &corev1.Namespace{},
+		&policyv1.PodDisruptionBudget{}, &batchv1.CronJob{}, &batchv1.Job{}, &corev1.PersistentVolumeClaim{},
+		&corev1.Namespace{},
 	}
 }
 
@@ -59,6 +60,8 @@ type MySQLClusterReconciler struct {
 	Recorder events.EventRecorder
 	// Namespace is the manager's namespace, which keeps the generated credentials on the hub.
 	Namespace string
+	// RunnerImage is the image backup and restore Jobs copy the backup runner from (the manager's own).
+	RunnerImage string
 	// DeletionTimeout is how long deletion waits for unreachable members before the MySQLCluster is released
 	// and their leftovers recorded. Default 5m.
 	DeletionTimeout time.Duration
@@ -277,6 +280,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 
 	s := &scope{cluster: c, before: c.Status.DeepCopy()}
 	r.resolvePlacement(s)
+	r.resolveRestore(ctx, s)
 	if err := r.reconcileCredentials(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -294,6 +298,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	if s.retry {
 		log.V(4).Info("Members not converged; retrying", "after", retryAfter)
 		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	if !s.lookAgain.IsZero() {
+		return ctrl.Result{RequeueAfter: time.Until(s.lookAgain) + time.Second}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -98,6 +98,9 @@ func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationRep
 	}
 	want := max(replicas-1, 0)
 	switch {
+	case rep.Decision.Kind == "Restoring":
+		return metav1.ConditionFalse, v1alpha1.ReasonRestoring, orText(rep.LastError, rep.Decision.Reason),
+			rep.LastError != ""
 	case rep.Decision.Kind == "Unobserved":
 		return metav1.ConditionFalse, v1alpha1.ReasonUnobserved,
 			orText(rep.LastError, orText(rep.Decision.Reason, "the member controller could not look at the servers")), true

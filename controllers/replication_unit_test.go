@@ -101,3 +101,32 @@ func TestSwitchoverVerdict(t *testing.T) {
 	g.Expect(reason).To(Equal(v1alpha1.ReasonSwitchoverRefused))
 	g.Expect(msg).To(ContainSubstring("lags 30s"))
 }
+
+func TestBackupVerdict(t *testing.T) {
+	g := NewWithT(t)
+	day := func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }
+	c := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(day(20, 12))},
+		Spec: v1alpha1.MySQLClusterSpec{Backup: &v1alpha1.Backup{Schedule: "0 2 * * *"}}}
+	backedUp := func(at time.Time) v1alpha1.MemberStatus {
+		return v1alpha1.MemberStatus{Name: "aws", BackupSchedule: "0 2 * * *", Backups: &v1alpha1.MemberBackups{
+			LastSuccessful: &v1alpha1.BackupRecord{Name: "b", Time: metav1.NewTime(at)}}}
+	}
+	never := v1alpha1.MemberStatus{Name: "gcp", BackupSchedule: "0 2 * * *"}
+
+	// A backup at 02:00 on the 22nd is current until the second run after it, 02:00 on the 24th.
+	v, next := backupVerdict(c, []v1alpha1.MemberStatus{backedUp(day(22, 2))}, day(23, 12))
+	g.Expect(v.ok).To(BeTrue())
+	g.Expect(next).To(Equal(day(24, 2)))
+	v, _ = backupVerdict(c, []v1alpha1.MemberStatus{backedUp(day(22, 2))}, day(24, 2))
+	g.Expect(v.ok).To(BeFalse())
+	g.Expect(v.reason).To(Equal(v1alpha1.ReasonBackupsStale))
+	g.Expect(v.message).To(ContainSubstring("aws (the last at 2026-11-22T02:00:00Z; schedule 0 2 * * *)"))
+
+	// A member that never had one counts from the MySQLCluster's creation (12:00 on the 20th: 02:00 on the 22nd).
+	v, _ = backupVerdict(c, []v1alpha1.MemberStatus{never}, day(21, 12))
+	g.Expect(v.ok).To(BeTrue())
+	v, _ = backupVerdict(c, []v1alpha1.MemberStatus{never, backedUp(day(22, 2))}, day(22, 3))
+	g.Expect(v.ok).To(BeFalse())
+	g.Expect(v.message).To(ContainSubstring("gcp (none yet"))
+	g.Expect(v.message).NotTo(ContainSubstring("aws"))
+}

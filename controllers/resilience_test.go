@@ -66,7 +66,7 @@ func settledWrites(t *testing.T, g Gomega) map[string]float64 {
 // while idle (controllers write the status subresource, the scheduler and kwok write pods and nodes).
 var (
 	memberResources = map[string]bool{"statefulsets": true, "services": true, "configmaps": true, "secrets": true,
-		"poddisruptionbudgets": true, "cronjobs": true, "persistentvolumeclaims": true, "namespaces": true}
+		"poddisruptionbudgets": true, "cronjobs": true, "jobs": true, "persistentvolumeclaims": true, "namespaces": true}
 	hubResources = map[string]bool{"mysqlclusters": true, "secrets": true, "events": true}
 	writeVerbs   = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 )

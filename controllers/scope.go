@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
@@ -20,10 +22,15 @@ type scope struct {
 	placementErr error
 	// specErr is a spec the API server accepted but mysqlfleet cannot honour (e.g. a bad backup schedule).
 	specErr error
+	// restore is where spec.restore's backups are, restoreErr why that cannot be told.
+	restore    *restorePlan
+	restoreErr error
 	// creds are the generated passwords, the same for every member.
 	creds render.Credentials
 	// members are the per-member results, in placement order.
 	members []v1alpha1.MemberStatus
 	// retry asks for another pass soon: a member was unreachable or failed.
 	retry bool
+	// lookAgain is when a condition changes next with no event (a backup growing stale); zero for never.
+	lookAgain time.Time
 }

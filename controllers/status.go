@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,6 +43,7 @@ func (s *scope) computeStatus() {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: v.reason,
 			Message: v.message, ObservedGeneration: c.Generation})
 	}
+	s.lookAgain = s.setBackupCondition(time.Now())
 	st.Phase = phaseOf(c.Spec.Paused, len(s.members), sum, degraded.ok)
 	if generationSettled(s.members) {
 		st.ObservedGeneration = c.Generation
@@ -57,7 +59,7 @@ type verdict struct {
 // summary counts what the members report.
 type summary struct {
 	ready, readyReplicas, replicas   int
-	serving                          int
+	serving, restoring               int
 	unreachable, failed, progressing []string
 	conflicted                       []string
 	conflicts                        []v1alpha1.ObjectRef
@@ -88,6 +90,9 @@ func summarize(members []v1alpha1.MemberStatus) summary {
 			sum.unreachable = append(sum.unreachable, m.Name)
 		case m.Phase == v1alpha1.PhaseDegraded:
 			sum.failed = append(sum.failed, m.Name)
+		case m.Phase == v1alpha1.PhaseRestoring:
+			sum.restoring++
+			sum.progressing = append(sum.progressing, m.Name)
 		default:
 			sum.progressing = append(sum.progressing, m.Name)
 		}
@@ -189,6 +194,8 @@ func phaseOf(paused bool, members int, sum summary, degraded bool) v1alpha1.Phas
 		return v1alpha1.PhaseDegraded
 	case sum.ready == members:
 		return v1alpha1.PhaseReady
+	case sum.restoring > 0:
+		return v1alpha1.PhaseRestoring
 	}
 	return v1alpha1.PhaseProgressing
 }

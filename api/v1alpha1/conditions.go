@@ -11,6 +11,9 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when a member is unreachable, failed to apply, or the spec cannot be honoured.
 	ConditionDegraded = "Degraded"
+	// ConditionBackedUp is True while every member has a successful backup no older than two scheduled runs;
+	// only with spec.backup (and not suspended).
+	ConditionBackedUp = "BackedUp"
 )
 
 // Condition types of one member in status.members[].conditions.
@@ -76,6 +79,11 @@ const (
 	ReasonReplicasNotInSync = "ReplicasNotInSync"
 	// ReasonErrantReplicas: replicas hold transactions the primary does not have; they are fenced.
 	ReasonErrantReplicas = "ErrantReplicas"
+	// ReasonBackupsCurrent and ReasonBackupsStale are the reasons of ConditionBackedUp.
+	ReasonBackupsCurrent = "BackupsCurrent"
+	ReasonBackupsStale   = "BackupsStale"
+	// ReasonRestoring: no server takes writes until spec.restore's backup is loaded.
+	ReasonRestoring = "Restoring"
 	// ReasonReplicating: a writable primary and every replica in sync.
 	ReasonReplicating = "Replicating"
 	// ReasonSingleServer: one server, writable, with nothing to replicate to.

@@ -1,5 +1,13 @@
 package v1alpha1
 
+import (
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Labels and annotations on member registration Secrets (on the hub).
 const (
 	// MemberSecretLabel marks a Secret in the manager's namespace as a member registration; its value is "true".
@@ -63,3 +71,39 @@ const (
 // ForceDetachAnnotation on a MySQLCluster being deleted releases it at once, without waiting for members that
 // cannot be reached or keep failing; their objects stay where they are and are named in an Event.
 const ForceDetachAnnotation = "mysqlfleet.io/force-detach"
+
+// BackupNowAnnotation on a MySQLCluster asks for backups now: "member=RFC3339 time" entries separated by commas
+// (`mysqlfleet backup NAME --member M` writes it). For each member whose last backup outcome (success or
+// failure) is older than its entry, the manager runs one Job of that member's backup CronJob.
+const BackupNowAnnotation = "mysqlfleet.io/backup-now"
+
+// BackupRequests reads BackupNowAnnotation's value; entries that cannot be read are left out.
+func BackupRequests(v string) map[string]metav1.Time {
+	out := map[string]metav1.Time{}
+	for _, e := range strings.Split(v, ",") {
+		member, at, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			continue
+		}
+		out[member] = metav1.NewTime(t.UTC())
+	}
+	return out
+}
+
+// FormatBackupRequests writes BackupNowAnnotation's value, members sorted.
+func FormatBackupRequests(r map[string]metav1.Time) string {
+	members := make([]string, 0, len(r))
+	for m := range r {
+		members = append(members, m)
+	}
+	sort.Strings(members)
+	entries := make([]string, 0, len(members))
+	for _, m := range members {
+		entries = append(entries, m+"="+r[m].UTC().Format(time.RFC3339))
+	}
+	return strings.Join(entries, ",")
+}

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "time"
+
 // The member controller (internal/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
 // StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it reads and writes in
 // the member is named here, so that the hub can read its report without importing it.
@@ -81,6 +83,48 @@ type ReplicationReport struct {
 	// LastError is why the last pass could not do or see everything (a refusal, an unreachable server, a failed
 	// step); empty when all is well.
 	LastError string `json:"lastError,omitempty"`
+	// Backups are the outcomes of the MySQLCluster's backup Jobs in the member, from the runner's reports (the
+	// Pods' termination messages): they outlive the Jobs, which their CronJob's history limits remove.
+	Backups *MemberBackups `json:"backups,omitempty"`
+	// Restore is the outcome of the restore Job (RestoreJobAnnotation), when there is one.
+	Restore *MemberRestore `json:"restore,omitempty"`
+}
+
+// RestoreJobAnnotation on a member StatefulSet names the Job that restores a backup into its Pod of ordinal 0
+// (spec.restore). Until that Job has succeeded, the member controller makes no server writable: the set
+// starts from the restored data, and its replicas replicate it from the primary's binary log.
+const RestoreJobAnnotation = "mysqlfleet.io/restore-job"
+
+// Phases of MemberRestore.
+const (
+	RestorePending   = "Pending"
+	RestoreSucceeded = "Succeeded"
+	RestoreFailed    = "Failed"
+)
+
+// JobReport is what the backup runner (mysqlfleet-backup) leaves in a backup or restore Job's termination
+// message, as JSON: the backup taken or restored (its manifest; only the fields read here are listed), or why
+// it failed.
+//
+// +kubebuilder:object:generate=false
+type JobReport struct {
+	Backup *JobReportBackup `json:"backup,omitempty"`
+	// Retained are the backups the store keeps after a backup's retention ran, newest first (cut to what fits
+	// a termination message).
+	Retained []JobReportBackup `json:"retained,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// JobReportBackup is the part of a backup manifest a JobReport carries.
+//
+// +kubebuilder:object:generate=false
+type JobReportBackup struct {
+	Name            string    `json:"name"`
+	EndTime         time.Time `json:"endTime"`
+	DurationSeconds float64   `json:"durationSeconds"`
+	Size            int64     `json:"size"`
+	GTIDPosition    string    `json:"gtidPosition"`
+	Pod             string    `json:"pod,omitempty"`
 }
 
 // ReplicationInstance is one instance (Pod) in a ReplicationReport.
@@ -102,7 +146,8 @@ type ReplicationInstance struct {
 }
 
 // ReplicationDecision is a decision of the member controller. Kind is one of Bootstrap, Adopt, Steady, Repair,
-// FailoverStarted, Failover, Switchover, Refused, or Unobserved when the set could not be observed at all.
+// FailoverStarted, Failover, Switchover, Refused, Unobserved when the set could not be observed at all, or
+// Restoring while the set waits for its restore Job.
 //
 // +kubebuilder:object:generate=false
 type ReplicationDecision struct {

@@ -44,6 +44,7 @@ const (
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.restore) == has(self.restore)",message="restore can only be set when the MySQLCluster is created",fieldPath=".restore"
 // +kubebuilder:validation:XValidation:rule="!has(self.primaries) || self.primaries.all(k, self.primaries[k] < (has(self.replicas) ? self.replicas : 1))",message="primaries name an ordinal below replicas: the Pods are <name>-0 to <name>-(replicas-1)",fieldPath=".primaries"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$') || ((has(self.engine) && self.engine == 'MariaDB') ? self.version.matches('^(10[.]([6-9]|[1-9][0-9])|(1[1-9]|[2-9][0-9])[.][0-9]+)([.][0-9]+)?$') : self.version.matches('^(8|9|[1-9][0-9])[.][0-9]+([.][0-9]+)?$'))",messageExpression="(has(self.engine) && self.engine == 'MariaDB') ? 'MariaDB version must be 10.6 or later, such as 10.11 or 11.4, not ' + self.version : 'MySQL version must be 8.0 or later, such as 8.0 or 8.4, not ' + self.version",fieldPath=".version",reason=FieldValueInvalid
 type MySQLClusterSpec struct {
@@ -123,6 +124,13 @@ type MySQLClusterSpec struct {
 	// Backup, when set, runs a backup CronJob in every member.
 	// +optional
 	Backup *Backup `json:"backup,omitempty"`
+
+	// Restore creates this MySQLCluster from a backup of another one: in every member, the primary (ordinal 0)
+	// loads the backup before it takes writes, and its replicas replicate it. It can only be set when the
+	// MySQLCluster is created, and never changes.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restore is immutable: it says where this MySQLCluster's data came from"
+	Restore *Restore `json:"restore,omitempty"`
 
 	// DeletionPolicy says whether PersistentVolumeClaims and backups are kept (Retain) or deleted (Delete) when the
 	// MySQLCluster is deleted. A member that leaves the placement keeps them under either policy.
@@ -215,7 +223,9 @@ type Backup struct {
 	// Target is where backups go: exactly one of pvc, s3, gcs or azureBlob.
 	Target BackupTarget `json:"target"`
 
-	// Image of the backup Job; it needs mysqldump and a shell. Defaults to the MySQL image.
+	// Image of the backup Job's dump container; it needs the engine's dump tool (mysqldump or mariadb-dump) and
+	// nothing else: the backup runner, mysqlfleet-backup, is copied into it from the manager's image. Defaults
+	// to the server's image.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -224,6 +234,48 @@ type Backup struct {
 	// Suspend stops scheduling new backups.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Restore names the backup a new MySQLCluster starts from.
+type Restore struct {
+	// Source is the MySQLCluster whose backups are restored. It is never written to.
+	Source RestoreSource `json:"source"`
+	// Member is the member whose backups are restored; default the source's member with the newest successful
+	// backup, as the source's status shows it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Member string `json:"member,omitempty"`
+	// Backup is the name of the backup (its start time, such as 20261124T051538123Z, as mysqlfleet backups
+	// lists it); default the newest.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{8}T[0-9]{9}Z$`
+	Backup string `json:"backup,omitempty"`
+	// Target is where the backups are, when the source MySQLCluster no longer says so itself (it was deleted);
+	// default the source's spec.backup.target. Its credentials Secret must exist in this MySQLCluster's
+	// namespace in each member. A PVC target is the source's backup volume: restorable only in the same
+	// namespace and in the member that holds it.
+	// +optional
+	Target *BackupTarget `json:"target,omitempty"`
+}
+
+// RestoredFrom is where a restore's backups are.
+type RestoredFrom struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	// Member is the member whose backups are restored.
+	Member string `json:"member"`
+}
+
+// RestoreSource names a MySQLCluster on the hub.
+type RestoreSource struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=45
+	Cluster string `json:"cluster"`
+	// Namespace of the source; default this MySQLCluster's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // BackupTarget is exactly one place for backups.
@@ -309,11 +361,12 @@ type AzureBlobTarget struct {
 }
 
 // Phase summarises a MySQLCluster or one of its members.
-// +kubebuilder:validation:Enum=Pending;Progressing;Ready;Degraded;Paused;Unreachable;Deleting
+// +kubebuilder:validation:Enum=Pending;Restoring;Progressing;Ready;Degraded;Paused;Unreachable;Deleting
 type Phase string
 
 const (
 	PhasePending     Phase = "Pending"
+	PhaseRestoring   Phase = "Restoring"
 	PhaseProgressing Phase = "Progressing"
 	PhaseReady       Phase = "Ready"
 	PhaseDegraded    Phase = "Degraded"
@@ -370,7 +423,8 @@ type MemberStatus struct {
 	BoundVolumes int32 `json:"boundVolumes"`
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// LastBackup is when the backup CronJob last completed a Job successfully.
+	// LastBackup is when the last successful backup (one with a manifest) was complete, as its backup Job
+	// reported it; see Backups.
 	// +optional
 	LastBackup *metav1.Time `json:"lastBackup,omitempty"`
 	// LastScheduledBackup is when the backup CronJob last started a Job.
@@ -398,6 +452,13 @@ type MemberStatus struct {
 	// +optional
 	// +listType=atomic
 	Adopted []ObjectRef `json:"adopted,omitempty"`
+	// Backups are the last successful backup and the last failed one, as the member controller read them from
+	// the backup Jobs' reports: a backup counts only when its manifest was written.
+	// +optional
+	Backups *MemberBackups `json:"backups,omitempty"`
+	// Restore is how the restore of spec.restore went in this member.
+	// +optional
+	Restore *MemberRestore `json:"restore,omitempty"`
 	// Replication is the member's replicated set as its member controller last reported it (see
 	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
 	// +optional
@@ -445,6 +506,66 @@ type MemberReplication struct {
 	Error string `json:"error,omitempty"`
 }
 
+// MemberBackups are the outcomes of a member's backup Jobs.
+type MemberBackups struct {
+	// LastSuccessful is the newest backup whose manifest was written.
+	// +optional
+	LastSuccessful *BackupRecord `json:"lastSuccessful,omitempty"`
+	// LastFailure is the newest backup Job that failed, if it is newer than LastSuccessful.
+	// +optional
+	LastFailure *BackupFailure `json:"lastFailure,omitempty"`
+	// Retained are the backups the member's store kept after the last successful backup's retention ran,
+	// newest first (at most 25; mysqlfleet backups lists them).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=25
+	Retained []BackupRecord `json:"retained,omitempty"`
+}
+
+// BackupRecord is one complete backup, from its manifest.
+type BackupRecord struct {
+	// Name identifies the backup in its store (its start time, UTC).
+	Name string `json:"name"`
+	// Time is when the backup was complete.
+	Time metav1.Time `json:"time"`
+	// DurationMilliseconds is how long it took.
+	// +optional
+	DurationMilliseconds int64 `json:"durationMilliseconds,omitempty"`
+	// Size is the stored (compressed) size in bytes.
+	// +optional
+	Size int64 `json:"size,omitempty"`
+	// GTIDPosition is the GTID set of the dump's snapshot.
+	// +optional
+	GTIDPosition string `json:"gtidPosition,omitempty"`
+	// Pod is the database Pod the dump was taken from.
+	// +optional
+	Pod string `json:"pod,omitempty"`
+}
+
+// BackupFailure is a backup Job that failed.
+type BackupFailure struct {
+	// Time is when the Job's Pod ended.
+	Time metav1.Time `json:"time"`
+	// Job is the backup Job's name.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// Reason is why, from the runner's report or the Pod's state.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// MemberRestore is the restore of spec.restore in one member.
+type MemberRestore struct {
+	// Phase is Pending (the restore Job has not finished), Succeeded or Failed.
+	Phase string `json:"phase"`
+	// Backup is the backup restored, once known.
+	// +optional
+	Backup *BackupRecord `json:"backup,omitempty"`
+	// Reason says why a restore failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
 // ReplicationTransition is a change of primary: Bootstrap, Adopt, Failover or Switchover.
 type ReplicationTransition struct {
 	Kind string `json:"kind"`
@@ -489,6 +610,10 @@ type MySQLClusterStatus struct {
 	// recent.
 	// +optional
 	LastBackup *metav1.Time `json:"lastBackup,omitempty"`
+	// RestoredFrom is the backup source spec.restore resolved to, when the MySQLCluster was created: kept so that
+	// every later pass restores from the same member's backups.
+	// +optional
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 	// Members is the state in each placed member, by name.
 	// +optional
 	// +listType=map

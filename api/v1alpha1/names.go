@@ -31,6 +31,9 @@ func (c *MySQLCluster) PodDisruptionBudgetName() string { return c.Name }
 // BackupCronJobName runs the backups.
 func (c *MySQLCluster) BackupCronJobName() string { return c.Name + "-backup" }
 
+// RestoreJobName loads spec.restore's backup into the Pod of ordinal 0.
+func (c *MySQLCluster) RestoreJobName() string { return c.Name + "-restore" }
+
 // BackupPVCName is the backup volume when backups go to a PVC.
 func (c *MySQLCluster) BackupPVCName() string { return c.Name + "-backup" }
 

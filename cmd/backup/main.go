@@ -8,11 +8,14 @@
 //	mysqlfleet-backup restore [flags]   load a backup (--name, default the newest) into the server
 //	mysqlfleet-backup list    [flags]   print the complete backups, newest first (--output table|json)
 //	mysqlfleet-backup prune   [flags]   keep the newest --retention backups, delete the others
+//	mysqlfleet-backup install PATH      copy this binary to PATH (a Job's init container, from the manager's
+//	                                    image, which has no shell, into a volume the database image mounts)
 //
 // Every flag has an environment variable, which the flag overrides:
 //
 //	--engine      BACKUP_ENGINE      MySQL or MariaDB (required by backup and restore)
-//	--host        MYSQL_HOST         server address, or several separated by commas: backup dumps the first that
+//	--host        MYSQL_HOST         server address (host, or host:port), or several separated by commas: backup
+//	                                 dumps the first that
 //	                                 answers (a Job lists <name>-replicas before <name>-primary); --port MYSQL_PORT
 //	                                 (default 3306)
 //	--socket      MYSQL_SOCKET       Unix socket, instead of host and port
@@ -51,6 +54,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -160,6 +164,11 @@ func (o *options) source() (backup.Source, error) {
 			return backup.Source{}, errors.New("no server: set --host (MYSQL_HOST) or --socket (MYSQL_SOCKET)")
 		}
 		conn.Host, conn.Port = hosts[0], o.port
+		if host, port, err := net.SplitHostPort(hosts[0]); err == nil {
+			if p, err := strconv.Atoi(port); err == nil {
+				conn.Host, conn.Port = host, p
+			}
+		}
 	}
 	return backup.Source{Flavor: f, Conn: conn, Password: password}, nil
 }
@@ -171,29 +180,51 @@ func (o *options) azure() {
 	o.store.Azure.SASToken = os.Getenv("AZURE_STORAGE_SAS_TOKEN")
 }
 
-// report is what --report-file receives: the backup taken or restored, or why it failed. It fits a Pod's
-// termination message (4096 bytes).
+// report is what --report-file receives: the backup taken or restored, or why it failed, and after a backup the
+// backups the store keeps. It fits a Pod's termination message (4096 bytes): the error is shortened, and the
+// retained backups (newest first) are cut to what fits, in a short form.
 type report struct {
-	Backup *backup.Manifest `json:"backup,omitempty"`
-	Error  string           `json:"error,omitempty"`
+	Backup   *backup.Manifest `json:"backup,omitempty"`
+	Retained []backup.Manifest `json:"-"`
+	Error    string           `json:"error,omitempty"`
+	Warning  string           `json:"warning,omitempty"`
 }
 
-func writeReport(path string, m *backup.Manifest, err error) error {
+// retainedEntry is a retained backup in the report.
+type retainedEntry struct {
+	Name         string    `json:"name"`
+	EndTime      time.Time `json:"endTime"`
+	Size         int64     `json:"size"`
+	GTIDPosition string    `json:"gtidPosition,omitempty"`
+	Pod          string    `json:"pod,omitempty"`
+}
+
+const terminationMessageSize = 4096
+
+func writeReport(path string, r report) error {
 	if path == "" {
 		return nil
 	}
-	r := report{Backup: m}
-	if err != nil {
-		r.Error = err.Error()
-		if len(r.Error) > 3000 {
-			r.Error = r.Error[:1500] + " … " + r.Error[len(r.Error)-1500:]
+	if len(r.Error) > 2000 {
+		r.Error = r.Error[:1000] + " … " + r.Error[len(r.Error)-1000:]
+	}
+	var retained []retainedEntry
+	for _, m := range r.Retained {
+		retained = append(retained, retainedEntry{Name: m.Name, EndTime: m.EndTime, Size: m.Size,
+			GTIDPosition: m.GTIDPosition, Pod: m.Pod})
+	}
+	for n := len(retained); ; n-- {
+		b, err := json.Marshal(struct {
+			report
+			Retained []retainedEntry `json:"retained,omitempty"`
+		}{r, retained[:n]})
+		if err != nil {
+			return err
+		}
+		if len(b) <= terminationMessageSize || n == 0 {
+			return os.WriteFile(path, b, 0o644)
 		}
 	}
-	b, merr := json.Marshal(r)
-	if merr != nil {
-		return merr
-	}
-	return os.WriteFile(path, b, 0o644)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -201,6 +232,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New(usage)
 	}
 	cmd := args[0]
+	if cmd == "install" {
+		if len(args) != 2 {
+			return errors.New("usage: mysqlfleet-backup install PATH")
+		}
+		return install(args[1])
+	}
 	fs := flag.NewFlagSet("mysqlfleet-backup "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
@@ -226,10 +263,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "backup":
 		m, err := takeBackup(ctx, &o, store, stderr)
-		if rerr := writeReport(o.reportFile, m, err); rerr != nil {
-			_, _ = fmt.Fprintln(stderr, "Failed to write the report:", rerr)
-		}
 		if err != nil {
+			if rerr := writeReport(o.reportFile, report{Error: err.Error()}); rerr != nil {
+				_, _ = fmt.Fprintln(stderr, "Failed to write the report:", rerr)
+			}
 			return err
 		}
 		_, _ = fmt.Fprintf(stderr, "Backup %s stored in %s: %d bytes, GTID position %s, %s\n", m.Name, store, m.Size,
@@ -237,13 +274,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := printJSON(stdout, m); err != nil {
 			return err
 		}
+		r := report{Backup: m}
+		// A prune that fails leaves more backups than the retention, which the next backup prunes again: the
+		// backup taken stands, and the Job is not retried for it (a retry would take another).
 		if o.retention > 0 {
-			return prune(ctx, store, o.retention, stderr)
+			if err := prune(ctx, store, o.retention, stderr); err != nil {
+				r.Warning = "the backup is stored, but pruning older backups failed: " + err.Error()
+				_, _ = fmt.Fprintln(stderr, r.Warning)
+			}
+		}
+		if kept, err := backup.List(ctx, store); err == nil {
+			r.Retained = kept
+		}
+		if err := writeReport(o.reportFile, r); err != nil {
+			_, _ = fmt.Fprintln(stderr, "Failed to write the report:", err)
 		}
 		return nil
 	case "restore":
 		m, err := restore(ctx, &o, store, stderr)
-		if rerr := writeReport(o.reportFile, m, err); rerr != nil {
+		r := report{Backup: m}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		if rerr := writeReport(o.reportFile, r); rerr != nil {
 			_, _ = fmt.Fprintln(stderr, "Failed to write the report:", rerr)
 		}
 		if err != nil {
@@ -316,6 +369,33 @@ func restore(ctx context.Context, o *options, store backup.Store, stderr io.Writ
 	}
 	return backup.Restore(ctx, backup.RestoreOptions{Target: src, Store: store, Name: o.name, Stdout: stderr,
 		NewCluster: o.newCluster})
+}
+
+// install copies the running executable to dst, executable by everyone (the Job's containers run as
+// different users), through a temporary file renamed into place.
+func install(dst string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return fmt.Errorf("failed to install the runner: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("failed to install the runner: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 func firstNonEmpty(s ...string) string {

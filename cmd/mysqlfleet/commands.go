@@ -50,6 +50,8 @@ MySQLClusters, for get and plan, as in kubectl.`,
 		newMembersCommand(name, hub, streams),
 		newGetCommand(name, hub, streams),
 		newPlanCommand(name, hub, streams),
+		newBackupsCommand(name, hub, streams),
+		newBackupCommand(name, hub, streams),
 	)
 	return root
 }
@@ -65,13 +67,13 @@ func newJoinCommand(name string, hub *cli.Hub, streams genericiooptions.IOStream
 In the member (reached with --member-context/--member-kubeconfig, your own credentials) join creates namespace
 mysqlfleet-system, ServiceAccount mysqlfleet-member and RBAC that allows exactly what the manager does there:
 Namespaces get/list/watch/create/patch; Secrets, ConfigMaps, Services, PersistentVolumeClaims, StatefulSets,
-PodDisruptionBudgets and CronJobs get/list/watch/create/update/patch/delete; Pods get/list; nothing else. With
+PodDisruptionBudgets, CronJobs and Jobs get/list/watch/create/update/patch/delete; Pods get/list; nothing else. With
 --namespaces the namespaced kinds are granted by Roles in those namespaces only.
 
 It also installs the member controller there (--skip-member-controller leaves it out): Deployment
 mysqlfleet-member-controller of the manager's image (--member-controller-image), two replicas with leader
-election, ServiceAccount mysqlfleet-member-controller that may read StatefulSets, read and label Pods, write
-its report ConfigMaps and read the credentials Secrets. It decides inside the member which server of each
+election, ServiceAccount mysqlfleet-member-controller that may read StatefulSets and Jobs, read and label Pods,
+write its report ConfigMaps and read the credentials Secrets. It decides inside the member which server of each
 database is the primary, so that failover goes on while the hub is unreachable.
 
 It then takes the ServiceAccount's token (a long-lived token Secret, or, where no token controller fills it, a
@@ -195,6 +197,50 @@ func newPlanCommand(name string, hub *cli.Hub, streams genericiooptions.IOStream
 		},
 	}
 	addOutputFlag(cmd, &o.Output)
+	return cmd
+}
+
+func newBackupsCommand(name string, hub *cli.Hub, streams genericiooptions.IOStreams) *cobra.Command {
+	var o cli.BackupsOptions
+	cmd := &cobra.Command{
+		Use:   "backups NAME",
+		Short: "List a MySQLCluster's backups across its members",
+		Long: `List a MySQLCluster's backups across its members, newest first: TIME MEMBER BACKUP SIZE DURATION POD GTID.
+
+The list is what the manager reports: per member, the backups its store kept after the last successful backup
+(from the backup runner's report of that backup's Job, at most 25), and the last failed backup Job when it is
+newer. A backup restored with spec.restore.backup is named by its BACKUP column.`,
+		Example: `  ` + name + ` backups orders -n shop
+  ` + name + ` backups orders -n shop -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return cli.Backups(cmd.Context(), *hub, o, streams)
+		},
+	}
+	addOutputFlag(cmd, &o.Output)
+	return cmd
+}
+
+func newBackupCommand(name string, hub *cli.Hub, streams genericiooptions.IOStreams) *cobra.Command {
+	var o cli.BackupNowOptions
+	cmd := &cobra.Command{
+		Use:   "backup NAME --member MEMBER",
+		Short: "Take a backup of a MySQLCluster in a member now",
+		Long: `Take a backup of a MySQLCluster in a member now.
+
+The request is recorded on the MySQLCluster (annotation mysqlfleet.io/backup-now); the manager runs one Job of
+the member's backup CronJob for it, and stops once the member reports a backup, or a failure, newer than the
+request. mysqlfleet backups shows the outcome.`,
+		Example: `  ` + name + ` backup orders -n shop --member aws-eu-west-1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return cli.BackupNow(cmd.Context(), *hub, o, streams.Out)
+		},
+	}
+	cmd.Flags().StringVar(&o.Member, "member", "", "The member whose backup CronJob runs")
+	_ = cmd.MarkFlagRequired("member")
 	return cmd
 }
 

@@ -118,6 +118,8 @@ func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Res
 		return named("PodDisruptionBudget", *ac.Name)(applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace, policyv1ac.ExtractPodDisruptionBudget))
 	case *batchv1ac.CronJobApplyConfiguration:
 		return named("CronJob", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob))
+	case *batchv1ac.JobApplyConfiguration:
+		return named("Job", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.Job{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractJob))
 	}
 	return Result{}, fmt.Errorf("no apply support for %T", obj)
 }

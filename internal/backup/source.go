@@ -29,7 +29,8 @@ func (s Source) dsn(timeout time.Duration) string {
 	return cfg.FormatDSN()
 }
 
-// hostname asks the server its @@hostname, which in a Kubernetes Pod is the Pod's name.
+// hostname asks the server its name: @@report_host, which mysqlfleet sets to the Pod's name, else @@hostname,
+// which in a Kubernetes Pod is the Pod's name too.
 func (s Source) hostname(ctx context.Context, timeout time.Duration) (string, error) {
 	db, err := sql.Open("mysql", s.dsn(timeout))
 	if err != nil {
@@ -39,13 +40,13 @@ func (s Source) hostname(ctx context.Context, timeout time.Duration) (string, er
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var name string
-	if err := db.QueryRowContext(ctx, "SELECT @@hostname").Scan(&name); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT COALESCE(NULLIF(@@report_host, ''), @@hostname)").Scan(&name); err != nil {
 		return "", err
 	}
 	return name, nil
 }
 
-// ChooseSource returns the first of hosts whose server answers a login, with its @@hostname (the Pod's name): a
+// ChooseSource returns the first of hosts (host or host:port) whose server answers a login, with its @@hostname (the Pod's name): a
 // backup Job lists the replicas' Service before the primary's, so that the dump is taken from a replica when
 // one is in sync and from the primary otherwise. An empty list keeps src's own address.
 func ChooseSource(ctx context.Context, src Source, hosts []string, timeout time.Duration) (Source, string, error) {
@@ -57,6 +58,12 @@ func ChooseSource(ctx context.Context, src Source, hosts []string, timeout time.
 	for _, h := range hosts {
 		s := src
 		s.Conn.Host, s.Conn.Socket = h, ""
+		// host:port names a port of its own.
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			if p, err := strconv.Atoi(port); err == nil {
+				s.Conn.Host, s.Conn.Port = host, p
+			}
+		}
 		name, err := s.hostname(ctx, timeout)
 		if err == nil {
 			return s, name, nil
@@ -75,6 +82,11 @@ func WaitForServer(ctx context.Context, s Source, d time.Duration) error {
 		_, err := s.hostname(ctx, 3*time.Second)
 		if err == nil {
 			return nil
+		}
+		// A server that refuses the login is up: waiting will not change its mind.
+		var me *driver.MySQLError
+		if errors.As(err, &me) && me.Number == 1045 {
+			return err
 		}
 		select {
 		case <-ctx.Done():

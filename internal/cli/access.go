@@ -33,7 +33,7 @@ func namespacedRules() []*rbacv1ac.PolicyRuleApplyConfiguration {
 			WithResources("secrets", "configmaps", "services", "persistentvolumeclaims").WithVerbs(memberVerbs...),
 		rbacv1ac.PolicyRule().WithAPIGroups("apps").WithResources("statefulsets").WithVerbs(memberVerbs...),
 		rbacv1ac.PolicyRule().WithAPIGroups("policy").WithResources("poddisruptionbudgets").WithVerbs(memberVerbs...),
-		rbacv1ac.PolicyRule().WithAPIGroups("batch").WithResources("cronjobs").WithVerbs(memberVerbs...),
+		rbacv1ac.PolicyRule().WithAPIGroups("batch").WithResources("cronjobs", "jobs").WithVerbs(memberVerbs...),
 		// Read only, and no subresources (no exec, no logs): when a StatefulSet made by an earlier release is moved
 		// to claims born with the MySQLCluster's UID, the Pods it controls say which claims are its own (a claim
 		// they mount), where names alone could be a predecessor's. The credential can already run any Pod through a

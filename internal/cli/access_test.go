@@ -34,7 +34,7 @@ var namespacedGrant = []rule{
 	{"", "secrets,configmaps,services,persistentvolumeclaims", all, ""},
 	{"apps", "statefulsets", all, ""},
 	{"policy", "poddisruptionbudgets", all, ""},
-	{"batch", "cronjobs", all, ""},
+	{"batch", "cronjobs,jobs", all, ""},
 	{"", "pods", "get,list", ""},
 }
 

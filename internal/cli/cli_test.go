@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,7 @@ func TestCLI(t *testing.T) {
 		{"join again changes nothing", testJoinIdempotent},
 		{"the member ServiceAccount may do what the manager does and nothing else", testClusterWideRBAC},
 		{"get and plan print what the manager reported", testGetAndPlan},
+		{"backups lists what the manager reported; backup asks for one now", testBackups},
 		{"members probes each registration through the gate", testMembers},
 		{"the manager reconciles a joined member with the joined credentials", testManagerWithJoinedMember},
 		{"join --rotate-token revokes the old token", testRotateToken},
@@ -260,7 +262,7 @@ func testJoin(e *env, t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps", "services", "persistentvolumeclaims"}, Verbs: all},
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: all},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: all},
-		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: all},
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: all},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 	}))
 	crb, err := member.RbacV1().ClusterRoleBindings().Get(ctx, cli.RoleName, metav1.GetOptions{})
@@ -396,7 +398,7 @@ var refusedEverywhere = []access{
 	{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kube-system", name: "default"},
 	{verb: "delete", resource: "namespaces", name: "kube-system"},
 	{verb: "create", group: "apps", resource: "deployments", namespace: "default"},
-	{verb: "create", group: "batch", resource: "jobs", namespace: "default"},
+	{verb: "update", group: "batch", resource: "jobs", subresource: "status", namespace: "default", name: "orders-restore"},
 	{verb: "update", group: "apps", resource: "statefulsets", subresource: "status", namespace: "default", name: "mysql"},
 	{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
 	{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
@@ -422,7 +424,7 @@ func managerNeeds(ns string) []access {
 	var out []access
 	for _, k := range []struct{ group, resource string }{
 		{"", "secrets"}, {"", "configmaps"}, {"", "services"}, {"", "persistentvolumeclaims"},
-		{"apps", "statefulsets"}, {"policy", "poddisruptionbudgets"}, {"batch", "cronjobs"},
+		{"apps", "statefulsets"}, {"policy", "poddisruptionbudgets"}, {"batch", "cronjobs"}, {"batch", "jobs"},
 	} {
 		out = append(out,
 			access{verb: "list", group: k.group, resource: k.resource, namespace: ns},
@@ -1019,3 +1021,47 @@ var (
 	managerLogOnce sync.Once
 	managerLogPath string
 )
+
+func testBackups(e *env, t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	at := func(h int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(h) * time.Hour)) }
+	c := newCluster("shop", "ledger", awsMember, gcpMember)
+	c.Spec.Backup = &v1alpha1.Backup{Schedule: "@daily", Target: v1alpha1.BackupTarget{
+		PVC: &v1alpha1.PVCTarget{Size: resource.MustParse("1Gi")}}}
+	e.createWithStatus(t, c, v1alpha1.MySQLClusterStatus{Members: []v1alpha1.MemberStatus{
+		{Name: awsMember, Replicas: 2, Backups: &v1alpha1.MemberBackups{
+			LastSuccessful: &v1alpha1.BackupRecord{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1",
+				GTIDPosition: "0-1001-9"},
+			Retained: []v1alpha1.BackupRecord{
+				{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-9"},
+				{Name: "20261124T030000000Z", Time: at(0), Size: 2 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-5"},
+			}}},
+		{Name: gcpMember, Replicas: 2, Backups: &v1alpha1.MemberBackups{
+			LastSuccessful: &v1alpha1.BackupRecord{Name: "20261124T040000000Z", Time: at(1), Size: 1 << 10, Pod: "ledger-0"},
+			LastFailure:    &v1alpha1.BackupFailure{Time: at(3), Reason: "no server answers"}}},
+	}})
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}
+	g.Expect(cli.Backups(ctx, e.hubIn("shop"), cli.BackupsOptions{Name: "ledger"}, streams)).To(Succeed())
+	t.Logf("backups:\n%s%s", out.String(), errOut.String())
+	g.Expect(rows(out.String())).To(Equal([][]string{
+		{"TIME", "MEMBER", "BACKUP", "SIZE", "DURATION", "POD", "GTID"},
+		{"2026-11-24T05:00:00Z", awsMember, "20261124T050000000Z", "3.0MiB", "0s", "ledger-1", "0-1001-9"},
+		{"2026-11-24T04:00:00Z", gcpMember, "20261124T040000000Z", "1.0KiB", "0s", "ledger-0", "-"},
+		{"2026-11-24T03:00:00Z", awsMember, "20261124T030000000Z", "2.0MiB", "0s", "ledger-1", "0-1001-5"},
+	}))
+	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": the last backup Job failed"))
+
+	// backup asks for one now, a second after the member's last outcome if that is later than now.
+	err := cli.BackupNow(ctx, e.hubIn("shop"), cli.BackupNowOptions{Name: "ledger", Member: gcpMember,
+		Now: func() time.Time { return t0 }}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	var got v1alpha1.MySQLCluster
+	g.Expect(e.hub.Get(ctx, client.ObjectKeyFromObject(c), &got)).To(Succeed())
+	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.BackupNowAnnotation, gcpMember+"=2026-11-24T06:00:01Z"))
+	g.Expect(cli.BackupNow(ctx, e.hubIn("shop"), cli.BackupNowOptions{Name: "ledger", Member: "nowhere"}, io.Discard)).
+		To(MatchError(ContainSubstring("not placed on member nowhere")))
+	g.Expect(e.hub.Delete(ctx, &got)).To(Succeed()) // later steps count the MySQLClusters on each member
+}

@@ -51,6 +51,9 @@ type Options struct {
 	// MemberMaxInFlight bounds the requests outstanding against one member (watches excluded); zero means
 	// fleet.DefaultMaxInFlight.
 	MemberMaxInFlight int
+	// RunnerImage is the image backup and restore Jobs copy the backup runner from; default
+	// render.DefaultRunnerImage.
+	RunnerImage string
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
 	DeletionTimeout time.Duration
 
@@ -87,7 +90,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	}
 	scheme := Scheme()
 	r := &controllers.MySQLClusterReconciler{
-		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout,
+		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout, RunnerImage: opts.RunnerImage,
 	}
 	provider := fleet.New(fleet.Options{
 		Namespace:      opts.Namespace,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,6 +106,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 			&appsv1.StatefulSet{}: {Label: ours},
 			&corev1.Pod{}:         {Label: ours},
 			&corev1.ConfigMap{}:   {Label: reports},
+			&batchv1.Job{}:        {Label: ours},
 		}},
 		// Secrets are read live, never listed or watched: the controller may only get them.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
@@ -139,6 +141,9 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		// Pods: a new Pod IP, a Pod deleted or recreated. The StatefulSet controller owns them.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
+		// Backup and restore Jobs and their Pods: a Job that ends has an outcome to report.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
 			SkipNameValidation:      &o.SkipControllerNameValidation,

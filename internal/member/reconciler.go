@@ -23,6 +23,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // Reconciler keeps one StatefulSet's servers a replicated set: each pass observes every server, lets the
@@ -106,6 +107,7 @@ type scope struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 
 // Reconcile is one pass over one StatefulSet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -127,7 +129,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	rep, changed, planFailed := r.pass(ctx, s)
+	restore, err := r.restoreState(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	outcomes, err := r.jobPods(ctx, s, render.ComponentBackup)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var rep v1alpha1.ReplicationReport
+	var changed, planFailed bool
+	if holdForRestore(s, restore) {
+		// No server becomes writable before the restore has loaded the backup into ordinal 0.
+		rep = restoringReport(s.prev, restore)
+	} else {
+		rep, changed, planFailed = r.pass(ctx, s)
+	}
+	var prevBackups *v1alpha1.MemberBackups
+	if s.prev != nil {
+		prevBackups = s.prev.Backups
+	}
+	rep.Backups, rep.Restore = backups(prevBackups, outcomes), restore
 
 	// Labels, then the report: the report is the last word of a pass, and a failure before it leaves the
 	// previous report in place to be rewritten by the next pass.
@@ -146,6 +168,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.BusyInterval}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+}
+
+// holdForRestore tells a set that must wait for its restore Job: one that has one, has no primary yet (after
+// the bootstrap the restore no longer matters) and whose Job has not succeeded.
+func holdForRestore(s *scope, restore *v1alpha1.MemberRestore) bool {
+	if restore == nil || restore.Phase == v1alpha1.RestoreSucceeded {
+		return false
+	}
+	rec, err := readRecord(s.cm)
+	return err == nil && rec.Primary == nil
+}
+
+// restoringReport is the report of a set that waits for its restore: no server was looked at.
+func restoringReport(prev *v1alpha1.ReplicationReport, restore *v1alpha1.MemberRestore) v1alpha1.ReplicationReport {
+	rep := v1alpha1.ReplicationReport{Decision: v1alpha1.ReplicationDecision{Kind: kindRestoring,
+		Reason: "no server is made writable until the restore Job has loaded the backup into ordinal 0"}}
+	if restore.Phase == v1alpha1.RestoreFailed {
+		rep.LastError = "the restore failed: " + restore.Reason
+	}
+	if prev != nil {
+		rep.LastTransition = prev.LastTransition
+	}
+	return rep
 }
 
 // load reads the pass's inputs from the API: the set's Pods and its report ConfigMap, record and report.

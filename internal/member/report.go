@@ -13,8 +13,12 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 )
 
-// Kind of the report's decision when the set could not be observed at all (no credentials, unknown engine).
-const kindUnobserved = "Unobserved"
+// Kinds of the report's decision when the set could not be observed at all (no credentials, unknown engine),
+// and while it waits for its restore Job.
+const (
+	kindUnobserved = "Unobserved"
+	kindRestoring  = "Restoring"
+)
 
 // transitions are the decisions that change the primary; the report keeps the last one that completed.
 var transitions = map[clustering.Kind]bool{

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -91,14 +93,38 @@ func TestAgainstAPIServer(t *testing.T) {
 				cj, err := cs.BatchV1().CronJobs(c.Namespace).Apply(ctx, o.BackupCronJob, opts)
 				g.Expect(err).NotTo(HaveOccurred())
 				expectExtracted(g, o.BackupCronJob, func() (any, error) { return batchv1ac.ExtractCronJob(cj, v1alpha1.FieldManager) })
+
+				// The restore Job of a MySQLCluster restored from this target: applied twice, as every pass
+				// does, it compares equal (the API server adds a selector and labels of its own to a Job).
+				rc := c.DeepCopy()
+				rc.Spec.Restore = &v1alpha1.Restore{Source: v1alpha1.RestoreSource{Cluster: "old"}}
+				ro, err := Render(rc, gcpMember, creds, WithRestore(&RestoreSource{Target: target, Prefix: "p", SourcePVC: "old-backup"}))
+				g.Expect(err).NotTo(HaveOccurred())
+				for range 2 {
+					job, err := cs.BatchV1().Jobs(c.Namespace).Apply(ctx, ro.RestoreJob, opts)
+					g.Expect(err).NotTo(HaveOccurred())
+					expectExtracted(g, ro.RestoreJob, func() (any, error) { return batchv1ac.ExtractJob(job, v1alpha1.FieldManager) })
+				}
+				// A Job's template cannot change; the next target's subtest renders another.
+				bg := metav1.DeletePropagationBackground
+				g.Expect(cs.BatchV1().Jobs(c.Namespace).Delete(ctx, *ro.RestoreJob.Name,
+					metav1.DeleteOptions{PropagationPolicy: &bg})).To(Succeed())
+				g.Eventually(func() bool {
+					_, err := cs.BatchV1().Jobs(c.Namespace).Get(ctx, *ro.RestoreJob.Name, metav1.GetOptions{})
+					return apierrors.IsNotFound(err)
+				}, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 			}
 
 			// The Pods of both templates are admitted under the restricted Pod Security Standard. The StatefulSet
 			// controller would add the data volume; an emptyDir stands in for it.
 			mysqlPod := copyPodSpec(g, o.StatefulSet.Spec.Template.Spec).WithVolumes(
 				corev1ac.Volume().WithName(v1alpha1.DataVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+			rc := c.DeepCopy()
+			rc.Spec.Restore = &v1alpha1.Restore{Source: v1alpha1.RestoreSource{Cluster: "old"}}
+			ro, err := Render(rc, gcpMember, creds, WithRestore(&RestoreSource{Target: target, Prefix: "p", SourcePVC: "old-backup"}))
+			g.Expect(err).NotTo(HaveOccurred())
 			for _, spec := range []*corev1ac.PodSpecApplyConfiguration{
-				mysqlPod, o.BackupCronJob.Spec.JobTemplate.Spec.Template.Spec,
+				mysqlPod, o.BackupCronJob.Spec.JobTemplate.Spec.Template.Spec, ro.RestoreJob.Spec.Template.Spec,
 			} {
 				pod := corev1ac.Pod("pss-check", "restricted").WithSpec(spec)
 				_, err := cs.CoreV1().Pods("restricted").Apply(ctx, pod, metav1.ApplyOptions{

@@ -1,9 +1,10 @@
 package render
 
 import (
-	"fmt"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,139 +12,30 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
 
 const (
-	// BackupContainerName is the container of the backup Job.
+	// BackupContainerName is the container of the backup and restore Jobs that runs the backup runner.
 	BackupContainerName = "backup"
-	// BackupMountPath is where backups are written: the backup PVC, or scratch space before an upload.
+	// BackupMountPath is where backups are written on a PVC target.
 	BackupMountPath = "/backup"
+	// RunnerPath is where the backup runner is copied into the Job's database image, from RunnerImage.
+	RunnerPath = "/mysqlfleet/mysqlfleet-backup"
+	// DefaultRunnerImage is the manager's image of a development build; the manager passes its own image
+	// (--runner-image, set by the chart) so that the runner matches it.
+	DefaultRunnerImage = "mysqlfleet/manager:dev"
 
-	backupVolumeName = "backup"
-	tmpVolumeName    = "tmp"
-	defaultRetention = 7
+	backupVolumeName      = "backup"
+	credentialsVolumeName = "credentials"
+	// CredentialsMountPath is where a backup or restore Job finds its target's credentials Secret as files.
+	CredentialsMountPath = "/var/run/secrets/mysqlfleet/backup-credentials"
+	runnerVolumeName     = "runner"
+	tmpVolumeName        = "tmp"
+	defaultRetention     = 7
+	// restoreWait is how long a restore Job waits for the server of ordinal 0 to start.
+	restoreWait = 30 * time.Minute
 )
-
-// Backup scripts. They are plain POSIX sh, because the backup image may be the MySQL image or one that a user
-// built around a cloud CLI. Kubernetes expands $(NAME) in command and args only when NAME is a variable of the
-// container; every $( here is followed by a command or arithmetic, which names none.
-//
-// A dump is written as <name>-<UTC timestamp>.sql.gz; the fixed-width timestamp makes names sort by age, which the
-// retention step relies on. $DUMP_COMMAND is the engine's consistent dump with its GTID position (mysqldump or
-// mariadb-dump, from internal/mysql's flavor). A dump counts only when it finished: without pipefail (dash has
-// none) a failing dump piped into gzip looks like success, so the script also checks the trailer that both tools
-// write last.
-const (
-	backupScriptHead = `set -eu
-(set -o pipefail) 2>/dev/null && set -o pipefail
-`
-	backupScriptDump = `file="$BACKUP_NAME-$(date -u +%Y%m%dT%H%M%SZ).sql.gz"
-rm -f "$BACKUP_DIR"/*.partial
-echo "Dumping $MYSQL_HOST to $file"
-if ! $DUMP_COMMAND --host="$MYSQL_HOST" | gzip > "$BACKUP_DIR/$file.partial"; then
-  last=failed
-else
-  last="$(gzip -dc "$BACKUP_DIR/$file.partial" | tail -n 1)"
-fi
-case "$last" in
-"-- Dump completed"*) ;;
-*) echo "the dump did not complete; no backup was kept" >&2; rm -f "$BACKUP_DIR/$file.partial"; exit 1 ;;
-esac
-mv "$BACKUP_DIR/$file.partial" "$BACKUP_DIR/$file"
-`
-	// backupScriptPrune keeps the newest $BACKUP_RETENTION backups named in $list (one name a line, any order),
-	// deleting the others with delete_backup. Deletions read no stdin: a CLI that did would swallow the list.
-	backupScriptPrune = `LC_ALL=C sort "$list" > "$list.sorted"
-total=0
-while read -r name; do total=$((total + 1)); done < "$list.sorted"
-excess=$((total - BACKUP_RETENTION))
-while read -r name; do
-  if [ "$excess" -le 0 ]; then break; fi
-  echo "Deleting old backup $name"
-  delete_backup "$name" < /dev/null
-  excess=$((excess - 1))
-done < "$list.sorted"
-`
-	// backupScriptKeep writes to $list the names of this MySQLCluster's dumps found in $list.raw, a listing whose
-	// lines end with a name after a space or a slash (a path, a URL, or aws s3 ls's "date time size name").
-	backupScriptKeep = `: > "$list"
-while read -r line; do
-  name="${line##*[ /]}"
-  case "$name" in "$BACKUP_NAME"-*.sql.gz) echo "$name" >> "$list" ;; esac
-done < "$list.raw"
-`
-)
-
-// backupScript is the whole script for the backup target: dump, store, keep the newest backups.
-func backupScript(t v1alpha1.BackupTarget) string {
-	var b strings.Builder
-	b.WriteString(backupScriptHead)
-	if cli := targetCLI(t); cli != "" {
-		// Fail before dumping: the default image, the MySQL image, has no cloud CLI.
-		fmt.Fprintf(&b, `command -v %[1]s > /dev/null || { echo "the backup image has no %[1]s command: set spec.backup.image to an image with sh, mysqldump, gzip and %[1]s" >&2; exit 1; }
-`, cli)
-	}
-	b.WriteString(backupScriptDump)
-	b.WriteString(`list="$HOME/backups"` + "\n")
-	switch {
-	case t.PVC != nil:
-		b.WriteString(`echo "Kept $BACKUP_DIR/$file"
-delete_backup() { rm -f -- "$BACKUP_DIR/$1"; }
-: > "$list.raw"
-for f in "$BACKUP_DIR/$BACKUP_NAME"-*.sql.gz; do
-  if [ -e "$f" ]; then echo "$f" >> "$list.raw"; fi
-done
-`)
-	case t.S3 != nil:
-		// The aws CLI reads its credentials (AWS_ACCESS_KEY_ID and so on) from the environment.
-		ep := ""
-		if t.S3.Endpoint != "" {
-			ep = ` --endpoint-url "$BACKUP_ENDPOINT"`
-		}
-		fmt.Fprintf(&b, `aws s3 cp%[1]s --only-show-errors "$BACKUP_DIR/$file" "s3://$BACKUP_BUCKET/$BACKUP_PREFIX/$file"
-echo "Uploaded s3://$BACKUP_BUCKET/$BACKUP_PREFIX/$file"
-delete_backup() { aws s3 rm%[1]s --only-show-errors "s3://$BACKUP_BUCKET/$BACKUP_PREFIX/$1"; }
-aws s3 ls%[1]s "s3://$BACKUP_BUCKET/$BACKUP_PREFIX/" > "$list.raw"
-`, ep)
-	case t.GCS != nil:
-		// gcloud storage rather than gsutil: gsutil is deprecated and can only take an endpoint from a boto file,
-		// while gcloud reads CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE from the environment.
-		b.WriteString(`gcloud storage cp "$BACKUP_DIR/$file" "gs://$BACKUP_BUCKET/$BACKUP_PREFIX/$file"
-echo "Uploaded gs://$BACKUP_BUCKET/$BACKUP_PREFIX/$file"
-delete_backup() { gcloud storage rm "gs://$BACKUP_BUCKET/$BACKUP_PREFIX/$1"; }
-gcloud storage ls "gs://$BACKUP_BUCKET/$BACKUP_PREFIX/" > "$list.raw"
-`)
-	case t.AzureBlob != nil:
-		// The az CLI reads AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
-		// AZURE_STORAGE_CONNECTION_STRING, from the environment.
-		ep := ""
-		if t.AzureBlob.Endpoint != "" {
-			ep = ` --blob-endpoint "$BACKUP_ENDPOINT"`
-		}
-		fmt.Fprintf(&b, `az storage blob upload%[1]s --only-show-errors --output none --container-name "$BACKUP_CONTAINER" --name "$BACKUP_PREFIX/$file" --file "$BACKUP_DIR/$file"
-echo "Uploaded $BACKUP_CONTAINER/$BACKUP_PREFIX/$file"
-delete_backup() { az storage blob delete%[1]s --only-show-errors --output none --container-name "$BACKUP_CONTAINER" --name "$BACKUP_PREFIX/$1"; }
-az storage blob list%[1]s --only-show-errors --container-name "$BACKUP_CONTAINER" --prefix "$BACKUP_PREFIX/" --num-results "*" --query "[].name" --output tsv > "$list.raw"
-`, ep)
-	}
-	b.WriteString(backupScriptKeep)
-	b.WriteString(backupScriptPrune)
-	return b.String()
-}
-
-func targetCLI(t v1alpha1.BackupTarget) string {
-	switch {
-	case t.S3 != nil:
-		return "aws"
-	case t.GCS != nil:
-		return "gcloud"
-	case t.AzureBlob != nil:
-		return "az"
-	}
-	return ""
-}
 
 // BackupPrefix is where a member's backups of c go in a bucket or container: the target's prefix, the member, the
 // namespace and the name. The member comes first so that one member's backups can be listed, or given their own
@@ -152,8 +44,14 @@ func BackupPrefix(c *v1alpha1.MySQLCluster, member string) string {
 	if c.Spec.Backup == nil {
 		return ""
 	}
+	return TargetPrefix(c.Spec.Backup.Target, member, c.Namespace, c.Name)
+}
+
+// TargetPrefix is BackupPrefix for a target and a MySQLCluster named by namespace and name: also where a restore
+// finds another MySQLCluster's backups.
+func TargetPrefix(t v1alpha1.BackupTarget, member, namespace, name string) string {
 	var prefix string
-	switch t := c.Spec.Backup.Target; {
+	switch {
 	case t.S3 != nil:
 		prefix = t.S3.Prefix
 	case t.GCS != nil:
@@ -167,48 +65,68 @@ func BackupPrefix(c *v1alpha1.MySQLCluster, member string) string {
 	if p := strings.Trim(prefix, "/"); p != "" {
 		parts = append(parts, p)
 	}
-	return strings.Join(append(parts, member, c.Namespace, c.Name), "/")
+	return strings.Join(append(parts, member, namespace, name), "/")
 }
 
-// backupEnv configures the script. The root password is a reference to the credentials Secret; both dump tools
-// read MYSQL_PWD (deprecated by MySQL but still honoured, and unlike a password option never visible in ps).
+// targetEnv tells the runner where the backups are: the target kind and its bucket, container, endpoint and
+// prefix (dir: the backup volume's mount).
+func targetEnv(t v1alpha1.BackupTarget, prefix string) []*corev1ac.EnvVarApplyConfiguration {
+	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(name).WithValue(v)
+	}
+	var env []*corev1ac.EnvVarApplyConfiguration
+	switch {
+	case t.PVC != nil:
+		env = append(env, value("BACKUP_TARGET", "dir"), value("BACKUP_DIR", BackupMountPath))
+	case t.S3 != nil:
+		env = append(env, value("BACKUP_TARGET", "s3"), value("BACKUP_BUCKET", t.S3.Bucket), value("BACKUP_PREFIX", prefix))
+		if t.S3.Endpoint != "" {
+			env = append(env, value("BACKUP_ENDPOINT", t.S3.Endpoint))
+		}
+	case t.GCS != nil:
+		env = append(env, value("BACKUP_TARGET", "gcs"), value("BACKUP_BUCKET", t.GCS.Bucket), value("BACKUP_PREFIX", prefix))
+		if t.GCS.Endpoint != "" {
+			env = append(env, value("BACKUP_ENDPOINT", t.GCS.Endpoint))
+		}
+	case t.AzureBlob != nil:
+		env = append(env, value("BACKUP_TARGET", "azblob"), value("BACKUP_CONTAINER", t.AzureBlob.Container),
+			value("BACKUP_PREFIX", prefix))
+		if t.AzureBlob.Endpoint != "" {
+			env = append(env, value("BACKUP_ENDPOINT", t.AzureBlob.Endpoint))
+		}
+	}
+	return env
+}
+
+// backupEnv configures the runner for a backup: the engine, the servers to dump (the replicas' Service first,
+// so that a replica in sync is dumped when there is one, then the primary's), the admin account (its password a
+// reference to the credentials Secret; the runner hands it to the dump tool in a private option file), what
+// the manifest records, the retention, and the report left in the termination message.
 func backupEnv(c *v1alpha1.MySQLCluster, member string) []*corev1ac.EnvVarApplyConfiguration {
 	b := c.Spec.Backup
 	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
 		return corev1ac.EnvVar().WithName(name).WithValue(v)
 	}
 	env := []*corev1ac.EnvVarApplyConfiguration{
-		// Ordinal 0, the Pod the client Service sends applications to.
-		value("MYSQL_HOST", c.StatefulSetName()+"-0."+c.HeadlessServiceName()),
-		secretEnv("MYSQL_PWD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
-		// Word-split by the script: the flavor's arguments hold no spaces.
-		value("DUMP_COMMAND", strings.Join(flavor(c).DumpCommand(mysql.DumpOptions{User: "root"}), " ")),
+		value("BACKUP_ENGINE", string(engine(c))),
+		value("MYSQL_HOST", c.ReplicasServiceName()+","+c.PrimaryServiceName()),
+		value("MYSQL_USER", v1alpha1.AdminUser),
+		secretEnv("MYSQL_PWD", c.CredentialsSecretName(), v1alpha1.AdminPasswordKey),
 		value("BACKUP_NAME", c.Name),
-		value("BACKUP_DIR", BackupMountPath),
+		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		value("BACKUP_MEMBER", member),
 		value("BACKUP_RETENTION", strconv.Itoa(int(orDefault(b.Retention, defaultRetention)))),
-		// Runs as a user without a home directory; the CLIs keep their configuration and caches under HOME.
+		value("BACKUP_REPORT_FILE", corev1.TerminationMessagePathDefault),
+		// The clouds' SDKs keep nothing on disk, but a user's credentials helper might.
 		value("HOME", "/tmp"),
 	}
-	t := b.Target
-	switch {
-	case t.S3 != nil:
-		env = append(env, value("BACKUP_BUCKET", t.S3.Bucket), value("BACKUP_PREFIX", BackupPrefix(c, member)))
-		if t.S3.Endpoint != "" {
-			env = append(env, value("BACKUP_ENDPOINT", t.S3.Endpoint))
-		}
-	case t.GCS != nil:
-		env = append(env, value("BACKUP_BUCKET", t.GCS.Bucket), value("BACKUP_PREFIX", BackupPrefix(c, member)))
-		if t.GCS.Endpoint != "" {
-			env = append(env, value("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE", t.GCS.Endpoint))
-		}
-	case t.AzureBlob != nil:
-		env = append(env, value("BACKUP_CONTAINER", t.AzureBlob.Container),
-			value("BACKUP_PREFIX", BackupPrefix(c, member)))
-		if t.AzureBlob.Endpoint != "" {
-			env = append(env, value("BACKUP_ENDPOINT", t.AzureBlob.Endpoint))
-		}
-	}
-	return env
+	return append(env, targetEnv(b.Target, BackupPrefix(c, member))...)
+}
+
+func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
+	// apiVersion is the server's default, stated because a fieldRef is atomic (see dataVolumeClaimTemplate).
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
 }
 
 // credentialsSecret is the Secret with the object store's credentials, or "" for a PVC target.
@@ -224,46 +142,76 @@ func credentialsSecret(t v1alpha1.BackupTarget) string {
 	return ""
 }
 
-// backupCronJob dumps every database from ordinal 0 on schedule (already H-expanded) and keeps the newest
-// spec.backup.retention dumps, on the backup PVC or in the object store. For an object store the dump goes to an
-// emptyDir first, so it needs node ephemeral storage of its compressed size; the image must bring the store's CLI
-// (aws, gcloud or az) besides sh, mysqldump and gzip.
-func backupCronJob(c *v1alpha1.MySQLCluster, m placement.Member, schedule string) *batchv1ac.CronJobApplyConfiguration {
-	b := c.Spec.Backup
-	image := orDefault(b.Image, Image(c))
-	lbls := objectLabels(c, m.Name, ComponentBackup)
-
+// runnerPod is the Pod of a backup or restore Job: an init container copies the backup runner from the
+// manager's image (static, FROM scratch) into a shared volume, and the main container runs it inside the
+// database image, whose dump tool or client it drives. Its outcome goes to the termination message.
+func runnerPod(image, runnerImage string, args []string, env []*corev1ac.EnvVarApplyConfiguration,
+	credentials string, backupVolume *corev1ac.VolumeApplyConfiguration, readOnlyBackup bool) *corev1ac.PodSpecApplyConfiguration {
+	install := corev1ac.Container().
+		WithName("install-runner").
+		WithImage(runnerImage).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("/mysqlfleet-backup", "install", RunnerPath).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(runnerVolumeName).WithMountPath(path.Dir(RunnerPath))).
+		WithSecurityContext(containerSecurityContext().WithReadOnlyRootFilesystem(true))
 	container := corev1ac.Container().
 		WithName(BackupContainerName).
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand("sh", "-c", backupScript(b.Target)).
-		WithEnv(backupEnv(c, m.Name)...).
+		WithCommand(append([]string{RunnerPath}, args...)...).
+		WithEnv(env...).
+		WithTerminationMessagePolicy(corev1.TerminationMessageReadFile).
 		WithVolumeMounts(
-			corev1ac.VolumeMount().WithName(backupVolumeName).WithMountPath(BackupMountPath),
+			corev1ac.VolumeMount().WithName(runnerVolumeName).WithMountPath(path.Dir(RunnerPath)).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(tmpVolumeName).WithMountPath("/tmp"),
 		).
-		// Everything the script and the CLIs write goes to /backup or /tmp.
+		// The runner writes only to /tmp (the tool's option file) and the backup volume.
 		WithSecurityContext(containerSecurityContext().WithReadOnlyRootFilesystem(true))
-	if name := credentialsSecret(b.Target); name != "" {
-		container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(name)))
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(runnerVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName(tmpVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 	}
-
-	backupVolume := corev1ac.Volume().WithName(backupVolumeName)
-	if b.Target.PVC != nil {
-		backupVolume.WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().
-			WithClaimName(c.BackupPVCName()))
-	} else {
-		backupVolume.WithEmptyDir(corev1ac.EmptyDirVolumeSource())
+	if backupVolume != nil {
+		mount := corev1ac.VolumeMount().WithName(backupVolumeName).WithMountPath(BackupMountPath)
+		if readOnlyBackup {
+			mount.WithReadOnly(true) // false is the server's default, and would not compare equal if stated
+		}
+		container.WithVolumeMounts(mount)
+		volumes = append(volumes, backupVolume)
 	}
-
-	pod := corev1ac.PodSpec().
+	if credentials != "" {
+		// As variables (keys, connection strings), and as files under CredentialsMountPath for what must be a
+		// file, such as a GCS service account key named by GOOGLE_APPLICATION_CREDENTIALS.
+		container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(credentials))).
+			WithVolumeMounts(corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(CredentialsMountPath).
+				WithReadOnly(true))
+		volumes = append(volumes, corev1ac.Volume().WithName(credentialsVolumeName).
+			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(credentials).WithDefaultMode(0o440)))
+	}
+	return corev1ac.PodSpec().
+		WithInitContainers(install).
 		WithContainers(container).
-		WithVolumes(backupVolume, corev1ac.Volume().WithName(tmpVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource())).
-		// Never: a retry gets a fresh Pod and scratch space, and the failed Pod's log stays for inspection.
+		WithVolumes(volumes...).
+		// Never: a retry gets a fresh Pod, and the failed Pod and its report stay for inspection.
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithSecurityContext(podSecurityContext()).
 		WithEnableServiceLinks(false)
+}
+
+// backupCronJob takes a backup on schedule (already H-expanded) with the backup runner, from a replica in sync
+// when there is one and from the primary otherwise, into the PVC or object store, and keeps the newest
+// spec.backup.retention backups there. The runner streams the dump through gzip and SHA-256 straight into the
+// store, so no scratch space is needed.
+func backupCronJob(c *v1alpha1.MySQLCluster, m placement.Member, schedule, runnerImage string) *batchv1ac.CronJobApplyConfiguration {
+	b := c.Spec.Backup
+	lbls := objectLabels(c, m.Name, ComponentBackup)
+	var backupVolume *corev1ac.VolumeApplyConfiguration
+	if b.Target.PVC != nil {
+		backupVolume = corev1ac.Volume().WithName(backupVolumeName).
+			WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(c.BackupPVCName()))
+	}
+	pod := runnerPod(orDefault(b.Image, Image(c)), runnerImage, []string{"backup"}, backupEnv(c, m.Name),
+		credentialsSecret(b.Target), backupVolume, false)
 
 	return batchv1ac.CronJob(c.BackupCronJobName(), c.Namespace).
 		WithLabels(lbls).
@@ -284,6 +232,69 @@ func backupCronJob(c *v1alpha1.MySQLCluster, m placement.Member, schedule string
 					WithTemplate(corev1ac.PodTemplateSpec().
 						WithLabels(lbls).
 						WithSpec(pod)))))
+}
+
+// BackupNowJobName is the Job that takes a backup requested at t (v1alpha1.BackupNowAnnotation): at most 63
+// characters, as a Job name must be for its Pods' job-name label.
+func BackupNowJobName(c *v1alpha1.MySQLCluster, t time.Time) string {
+	return c.BackupCronJobName() + "-" + strconv.FormatInt(t.Unix(), 10)
+}
+
+// backupNowJob is one run of the backup CronJob's Job, asked for at t. The member's TTL controller removes it an
+// hour after it finished; by then the member controller has reported its outcome, and the manager, which
+// renders it only while no outcome newer than t is reported, does not make it again.
+func backupNowJob(cj *batchv1ac.CronJobApplyConfiguration, c *v1alpha1.MySQLCluster, t time.Time) *batchv1ac.JobApplyConfiguration {
+	tmpl := cj.Spec.JobTemplate
+	return batchv1ac.Job(BackupNowJobName(c, t), c.Namespace).
+		WithLabels(tmpl.Labels).
+		WithSpec(tmpl.Spec.WithTTLSecondsAfterFinished(3600))
+}
+
+// RestoreSource is where the backup spec.restore names lives, as the hub resolved it from the source
+// MySQLCluster: the target, the prefix of the source member's backups there, and the backup ("" for the
+// newest). For a PVC target, SourcePVC is the source's backup volume in this member.
+type RestoreSource struct {
+	Target    v1alpha1.BackupTarget
+	Prefix    string
+	Backup    string
+	SourcePVC string
+}
+
+// restoreJob loads the backup into the server of ordinal 0 as the set's own history, once that server answers,
+// as root (the dump recreates routines and views with their definers). The member controller makes no server
+// writable before this Job succeeded; the replicas then replicate what it loaded. No retries: a restore that
+// failed midway leaves a server to discard, and the MySQLCluster reports it.
+func restoreJob(c *v1alpha1.MySQLCluster, m placement.Member, r *RestoreSource, runnerImage string) *batchv1ac.JobApplyConfiguration {
+	lbls := objectLabels(c, m.Name, ComponentRestore)
+	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(name).WithValue(v)
+	}
+	env := []*corev1ac.EnvVarApplyConfiguration{
+		value("BACKUP_ENGINE", string(engine(c))),
+		value("MYSQL_HOST", c.StatefulSetName()+"-0."+c.HeadlessServiceName()),
+		value("MYSQL_USER", "root"),
+		secretEnv("MYSQL_PWD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
+		value("BACKUP_NEW_CLUSTER", "true"),
+		value("BACKUP_WAIT", restoreWait.String()),
+		value("BACKUP_REPORT_FILE", corev1.TerminationMessagePathDefault),
+		value("HOME", "/tmp"),
+	}
+	if r.Backup != "" {
+		env = append(env, value("BACKUP_RESTORE_NAME", r.Backup))
+	}
+	env = append(env, targetEnv(r.Target, r.Prefix)...)
+	var backupVolume *corev1ac.VolumeApplyConfiguration
+	if r.Target.PVC != nil {
+		backupVolume = corev1ac.Volume().WithName(backupVolumeName).
+			WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(r.SourcePVC).
+				WithReadOnly(true))
+	}
+	pod := runnerPod(Image(c), runnerImage, []string{"restore"}, env, credentialsSecret(r.Target), backupVolume, true)
+	return batchv1ac.Job(c.RestoreJobName(), c.Namespace).
+		WithLabels(lbls).
+		WithSpec(batchv1ac.JobSpec().
+			WithBackoffLimit(0).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(lbls).WithSpec(pod)))
 }
 
 // backupPVC is the backup volume of a PVC target. It is a plain PVC rather than a StatefulSet claim, so that it

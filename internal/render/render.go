@@ -9,6 +9,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,8 @@ const (
 	// ComponentBackup marks the backup CronJob, its Pods and the backup volume. Backup Pods must never carry
 	// ComponentDatabase: the Services and the PodDisruptionBudget select on it.
 	ComponentBackup = "backup"
+	// ComponentRestore marks the restore Job and its Pod (spec.restore).
+	ComponentRestore = "restore"
 )
 
 // Built-in storage classes, used when neither the MySQLCluster nor the member names one. They match the defaults
@@ -73,6 +76,10 @@ type Objects struct {
 	BackupPVC *corev1ac.PersistentVolumeClaimApplyConfiguration
 	// BackupCronJob is nil unless spec.backup is set.
 	BackupCronJob *batchv1ac.CronJobApplyConfiguration
+	// RestoreJob is nil unless spec.restore is set.
+	RestoreJob *batchv1ac.JobApplyConfiguration
+	// BackupNowJob is nil unless a backup was asked for now (WithBackupNow).
+	BackupNowJob *batchv1ac.JobApplyConfiguration
 }
 
 // All returns the objects in the order they must be applied, leaving out the nil ones: the Namespace first, the
@@ -96,6 +103,8 @@ func (o *Objects) All() []runtime.ApplyConfiguration {
 	add(o.PodDisruptionBudget, o.PodDisruptionBudget == nil)
 	add(o.BackupPVC, o.BackupPVC == nil)
 	add(o.BackupCronJob, o.BackupCronJob == nil)
+	add(o.RestoreJob, o.RestoreJob == nil)
+	add(o.BackupNowJob, o.BackupNowJob == nil)
 	return all
 }
 
@@ -103,11 +112,39 @@ func (o *Objects) All() []runtime.ApplyConfiguration {
 // the controller reports these as a condition instead of retrying. Schedule errors are also *ScheduleError.
 var ErrInvalid = errors.New("cannot render")
 
+// Option adds an input of Render beyond the MySQLCluster, the member and the credentials.
+type Option func(*inputs)
+
+type inputs struct {
+	runnerImage string
+	restore     *RestoreSource
+	backupNow   *time.Time
+}
+
+// WithBackupNow adds a Job that runs the backup CronJob's Job once, for a backup asked for at t.
+func WithBackupNow(t time.Time) Option { return func(in *inputs) { in.backupNow = &t } }
+
+// WithRunnerImage is the image the backup and restore Jobs copy the backup runner from: the manager's own.
+// Default DefaultRunnerImage.
+func WithRunnerImage(image string) Option { return func(in *inputs) { in.runnerImage = image } }
+
+// WithRestore is where spec.restore's backup is for this member, as the hub resolved it; required when
+// spec.restore is set.
+func WithRestore(r *RestoreSource) Option { return func(in *inputs) { in.restore = r } }
+
 // Render builds the objects member m needs for c. It fails on input the API server should have refused or the
-// controller should have completed (missing names, UID, passwords, unknown cloud, invalid backup schedule).
-func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*Objects, error) {
+// controller should have completed (missing names, UID, passwords, unknown cloud, invalid backup schedule, a
+// restore whose source was not resolved).
+func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials, opts ...Option) (*Objects, error) {
+	in := inputs{runnerImage: DefaultRunnerImage}
+	for _, o := range opts {
+		o(&in)
+	}
 	if err := validate(c, m, creds); err != nil {
 		return nil, err
+	}
+	if c.Spec.Restore != nil && in.restore == nil {
+		return nil, fmt.Errorf("%w: spec.restore is set but its source was not resolved", ErrInvalid)
 	}
 	cnf, err := myCnf(c)
 	if err != nil {
@@ -136,7 +173,16 @@ func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*O
 		if c.Spec.Backup.Target.PVC != nil {
 			o.BackupPVC = backupPVC(c, m)
 		}
-		o.BackupCronJob = backupCronJob(c, m, schedule)
+		o.BackupCronJob = backupCronJob(c, m, schedule, in.runnerImage)
+		if in.backupNow != nil {
+			// From a CronJob of its own: the Job's spec is changed (a TTL), and must not be the CronJob's.
+			o.BackupNowJob = backupNowJob(backupCronJob(c, m, schedule, in.runnerImage), c, *in.backupNow)
+		}
+	}
+	if c.Spec.Restore != nil {
+		o.RestoreJob = restoreJob(c, m, in.restore, in.runnerImage)
+		// The member controller holds every server read-only until this Job has loaded the backup.
+		o.StatefulSet.WithAnnotations(map[string]string{v1alpha1.RestoreJobAnnotation: c.RestoreJobName()})
 	}
 	return o, nil
 }

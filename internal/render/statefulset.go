@@ -34,7 +34,8 @@ const (
 )
 
 // serverScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the
-// ordinal at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do).
+// ordinal at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do),
+// and the Pod's name as report_host, by which replicas show in SHOW SLAVE HOSTS and backups record their source.
 // The entrypoint then initialises the data directory on first start (root password, database, user) and execs
 // the server (mysqld or mariadbd), which replaces the shell so that it receives SIGTERM.
 //
@@ -46,7 +47,7 @@ ordinal="${POD_NAME##*-}"
 case "$ordinal" in
 ''|*[!0-9]*) echo "cannot read the StatefulSet ordinal from Pod name $POD_NAME" >&2; exit 1 ;;
 esac
-exec docker-entrypoint.sh ` + server + ` --server-id="$((1000 + ordinal))"
+exec docker-entrypoint.sh ` + server + ` --server-id="$((1000 + ordinal))" --report-host="$POD_NAME"
 `
 }
 

@@ -39,6 +39,7 @@ type Cluster struct {
 	workloads bool
 
 	mu         sync.Mutex
+	jobs       *jobsRunner
 	procs      []*exec.Cmd
 	cancelLoop context.CancelFunc
 	loops      sync.WaitGroup

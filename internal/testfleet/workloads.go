@@ -3,6 +3,7 @@ package testfleet
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -23,18 +24,23 @@ const FakeNodeName = "kwok-node-0"
 
 // startWorkloads makes a bare control plane run workloads: kube-controller-manager (StatefulSets make Pods and
 // PVCs, CronJobs make Jobs, PVCs bind, garbage is collected), kube-scheduler, kwok with one fake node (Pods
-// become Running and Ready, Jobs complete), and for every StorageClass of the definition a provisioner that
-// creates, binds, expands and reclaims volumes the way a CSI driver would.
+// become Running and Ready, Jobs complete), for every StorageClass of the definition a provisioner that
+// creates, binds, expands and reclaims volumes the way a CSI driver would, and the jobs runner, which runs
+// mysqlfleet's backup and restore Jobs for real (jobs.go).
 func (c *Cluster) startWorkloads(ctx context.Context) error {
 	c.workloads = true
 	if err := c.startControllers(); err != nil {
 		return err
 	}
 	kc := c.KubeconfigPath
+	stages, err := kwokStages(c.bin, c.Dir)
+	if err != nil {
+		return err
+	}
 	if err := c.run("kwok",
 		"--kubeconfig="+kc, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--config="+filepath.Join(c.bin, "kwok-stages.yaml"), "--server-address=",
+		"--config="+stages, "--server-address=",
 	); err != nil {
 		return err
 	}
@@ -56,6 +62,18 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	go func() {
 		defer c.loops.Done()
 		newProvisioner(cs, c.Definition.StorageClassNames()).run(loopCtx)
+	}()
+	jobs := &jobsRunner{cs: cs, dir: filepath.Join(c.Dir, "jobs"), binary: runnerBinary(c.Dir), started: map[string]bool{}}
+	if err := os.MkdirAll(jobs.dir, 0o700); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.jobs = jobs
+	c.mu.Unlock()
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		jobs.run(loopCtx)
 	}()
 	return nil
 }

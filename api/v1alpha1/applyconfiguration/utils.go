@@ -36,12 +36,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.AzureBlobTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backup"):
 		return &apiv1alpha1.BackupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BackupFailure"):
+		return &apiv1alpha1.BackupFailureApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BackupRecord"):
+		return &apiv1alpha1.BackupRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupTarget"):
 		return &apiv1alpha1.BackupTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BucketTarget"):
 		return &apiv1alpha1.BucketTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MemberBackups"):
+		return &apiv1alpha1.MemberBackupsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberReplication"):
 		return &apiv1alpha1.MemberReplicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MemberRestore"):
+		return &apiv1alpha1.MemberRestoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberStatus"):
 		return &apiv1alpha1.MemberStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"):
@@ -60,6 +68,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PVCTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationTransition"):
 		return &apiv1alpha1.ReplicationTransitionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Restore"):
+		return &apiv1alpha1.RestoreApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoredFrom"):
+		return &apiv1alpha1.RestoredFromApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreSource"):
+		return &apiv1alpha1.RestoreSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Storage"):

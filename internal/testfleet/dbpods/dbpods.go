@@ -8,6 +8,7 @@ package dbpods
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,11 +45,27 @@ func (p *Servers) Resolve(pod *corev1.Pod) (clustering.Address, error) {
 // my.cnf; those that place files and ports are the test's) and then given script (SQL run as root in one
 // session, as the image runs /docker-entrypoint-initdb.d). A server it replaces is killed first.
 func (p *Servers) Start(pod, cnf, script string) *mysqltest.Server {
+	return p.StartWithRoot(pod, cnf, script, "")
+}
+
+// StartWithRoot is Start that also does what the image's entrypoint does with MYSQL_ROOT_PASSWORD: root's
+// network accounts (root@'%', and the loopback ones that TCP logins from 127.0.0.1 would match) get that
+// password, out of the binary log. root over the server's socket keeps no password, for the test's own use.
+func (p *Servers) StartWithRoot(pod, cnf, script, rootPassword string) *mysqltest.Server {
+	if rootPassword != "" {
+		pw := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(rootPassword)
+		script = "SET SESSION sql_log_bin = 0;\n" +
+			fmt.Sprintf("ALTER USER IF EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '%s';\n", pw) +
+			fmt.Sprintf("ALTER USER IF EXISTS 'root'@'::1' IDENTIFIED BY '%s';\n", pw) +
+			fmt.Sprintf("CREATE USER IF NOT EXISTS 'root'@'%%' IDENTIFIED BY '%s';\n", pw) +
+			"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n" + script
+	}
 	p.t.Helper()
 	if old := p.Server(pod); old != nil {
 		old.Kill()
 	}
-	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf))
+	// report_host is the Pod's name, as the rendered command line sets it.
+	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf), mysqltest.WithArgs("--report-host="+pod))
 	if script != "" {
 		db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
 		if err != nil {

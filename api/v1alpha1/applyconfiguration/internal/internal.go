@@ -73,6 +73,39 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: target
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupTarget
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupFailure
+  map:
+    fields:
+    - name: job
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupRecord
+  map:
+    fields:
+    - name: durationMilliseconds
+      type:
+        scalar: numeric
+    - name: gtidPosition
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: pod
+      type:
+        scalar: string
+    - name: size
+      type:
+        scalar: numeric
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupTarget
   map:
     fields:
@@ -109,6 +142,21 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberBackups
+  map:
+    fields:
+    - name: lastFailure
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupFailure
+    - name: lastSuccessful
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupRecord
+    - name: retained
+      type:
+        list:
+          elementType:
+            namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupRecord
+          elementRelationship: atomic
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
   map:
     fields:
@@ -145,6 +193,18 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberRestore
+  map:
+    fields:
+    - name: backup
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupRecord
+    - name: phase
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberStatus
   map:
     fields:
@@ -157,6 +217,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: backupSchedule
       type:
         scalar: string
+    - name: backups
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberBackups
     - name: boundVolumes
       type:
         scalar: numeric
@@ -210,6 +273,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: replication
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
+    - name: restore
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberRestore
     - name: storageClass
       type:
         scalar: string
@@ -274,6 +340,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: io.k8s.api.core.v1.ResourceRequirements
+    - name: restore
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Restore
     - name: serviceType
       type:
         namedType: io.k8s.api.core.v1.ServiceType
@@ -321,6 +390,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: readyReplicas
       type:
         scalar: string
+    - name: restoredFrom
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.RestoredFrom
     - name: serving
       type:
         scalar: string
@@ -397,6 +469,42 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: to
+      type:
+        scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Restore
+  map:
+    fields:
+    - name: backup
+      type:
+        scalar: string
+    - name: member
+      type:
+        scalar: string
+    - name: source
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.RestoreSource
+    - name: target
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupTarget
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.RestoreSource
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.RestoredFrom
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+    - name: member
+      type:
+        scalar: string
+    - name: namespace
       type:
         scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.SecretReference

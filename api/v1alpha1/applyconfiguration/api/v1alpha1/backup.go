@@ -31,7 +31,9 @@ type BackupApplyConfiguration struct {
 	Retention *int32 `json:"retention,omitempty"`
 	// Target is where backups go: exactly one of pvc, s3, gcs or azureBlob.
 	Target *BackupTargetApplyConfiguration `json:"target,omitempty"`
-	// Image of the backup Job; it needs mysqldump and a shell. Defaults to the MySQL image.
+	// Image of the backup Job's dump container; it needs the engine's dump tool (mysqldump or mariadb-dump) and
+	// nothing else: the backup runner, mysqlfleet-backup, is copied into it from the manager's image. Defaults
+	// to the server's image.
 	Image *string `json:"image,omitempty"`
 	// Suspend stops scheduling new backups.
 	Suspend *bool `json:"suspend,omitempty"`

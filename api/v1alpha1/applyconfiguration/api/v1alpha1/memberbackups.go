@@ -27,6 +27,9 @@ type MemberBackupsApplyConfiguration struct {
 	LastSuccessful *BackupRecordApplyConfiguration `json:"lastSuccessful,omitempty"`
 	// LastFailure is the newest backup Job that failed, if it is newer than LastSuccessful.
 	LastFailure *BackupFailureApplyConfiguration `json:"lastFailure,omitempty"`
+	// Retained are the backups the member's store kept after the last successful backup's retention ran,
+	// newest first (at most 25; mysqlfleet backups lists them).
+	Retained []BackupRecordApplyConfiguration `json:"retained,omitempty"`
 }
 
 // MemberBackupsApplyConfiguration constructs a declarative configuration of the MemberBackups type for use with
@@ -48,5 +51,18 @@ func (b *MemberBackupsApplyConfiguration) WithLastSuccessful(value *BackupRecord
 // If called multiple times, the LastFailure field is set to the value of the last call.
 func (b *MemberBackupsApplyConfiguration) WithLastFailure(value *BackupFailureApplyConfiguration) *MemberBackupsApplyConfiguration {
 	b.LastFailure = value
+	return b
+}
+
+// WithRetained adds the given value to the Retained field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Retained field.
+func (b *MemberBackupsApplyConfiguration) WithRetained(values ...*BackupRecordApplyConfiguration) *MemberBackupsApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRetained")
+		}
+		b.Retained = append(b.Retained, *values[i])
+	}
 	return b
 }

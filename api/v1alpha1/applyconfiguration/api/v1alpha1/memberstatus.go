@@ -43,7 +43,8 @@ type MemberStatusApplyConfiguration struct {
 	// BoundVolumes is the number of the database's data PersistentVolumeClaims that are bound.
 	BoundVolumes *int32             `json:"boundVolumes,omitempty"`
 	Phase        *apiv1alpha1.Phase `json:"phase,omitempty"`
-	// LastBackup is when the backup CronJob last completed a Job successfully.
+	// LastBackup is when the last successful backup (one with a manifest) was complete, as its backup Job
+	// reported it; see Backups.
 	LastBackup *v1.Time `json:"lastBackup,omitempty"`
 	// LastScheduledBackup is when the backup CronJob last started a Job.
 	LastScheduledBackup *v1.Time `json:"lastScheduledBackup,omitempty"`
@@ -61,6 +62,11 @@ type MemberStatusApplyConfiguration struct {
 	// Adopted are the objects this MySQLCluster took over in this member through the mysqlfleet.io/adopt
 	// annotation; an adopted PersistentVolumeClaim also carries the annotation mysqlfleet.io/adopted-from.
 	Adopted []ObjectRefApplyConfiguration `json:"adopted,omitempty"`
+	// Backups are the last successful backup and the last failed one, as the member controller read them from
+	// the backup Jobs' reports: a backup counts only when its manifest was written.
+	Backups *MemberBackupsApplyConfiguration `json:"backups,omitempty"`
+	// Restore is how the restore of spec.restore went in this member.
+	Restore *MemberRestoreApplyConfiguration `json:"restore,omitempty"`
 	// Replication is the member's replicated set as its member controller last reported it (see
 	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
 	Replication *MemberReplicationApplyConfiguration `json:"replication,omitempty"`
@@ -205,6 +211,22 @@ func (b *MemberStatusApplyConfiguration) WithAdopted(values ...*ObjectRefApplyCo
 		}
 		b.Adopted = append(b.Adopted, *values[i])
 	}
+	return b
+}
+
+// WithBackups sets the Backups field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Backups field is set to the value of the last call.
+func (b *MemberStatusApplyConfiguration) WithBackups(value *MemberBackupsApplyConfiguration) *MemberStatusApplyConfiguration {
+	b.Backups = value
+	return b
+}
+
+// WithRestore sets the Restore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restore field is set to the value of the last call.
+func (b *MemberStatusApplyConfiguration) WithRestore(value *MemberRestoreApplyConfiguration) *MemberStatusApplyConfiguration {
+	b.Restore = value
 	return b
 }
 

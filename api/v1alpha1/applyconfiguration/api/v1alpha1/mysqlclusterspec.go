@@ -62,6 +62,10 @@ type MySQLClusterSpecApplyConfiguration struct {
 	Storage *StorageApplyConfiguration `json:"storage,omitempty"`
 	// Backup, when set, runs a backup CronJob in every member.
 	Backup *BackupApplyConfiguration `json:"backup,omitempty"`
+	// Restore creates this MySQLCluster from a backup of another one: in every member, the primary (ordinal 0)
+	// loads the backup before it takes writes, and its replicas replicate it. It can only be set when the
+	// MySQLCluster is created, and never changes.
+	Restore *RestoreApplyConfiguration `json:"restore,omitempty"`
 	// DeletionPolicy says whether PersistentVolumeClaims and backups are kept (Retain) or deleted (Delete) when the
 	// MySQLCluster is deleted. A member that leaves the placement keeps them under either policy.
 	DeletionPolicy *apiv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -188,6 +192,14 @@ func (b *MySQLClusterSpecApplyConfiguration) WithStorage(value *StorageApplyConf
 // If called multiple times, the Backup field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithBackup(value *BackupApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
 	b.Backup = value
+	return b
+}
+
+// WithRestore sets the Restore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restore field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithRestore(value *RestoreApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
+	b.Restore = value
 	return b
 }
 

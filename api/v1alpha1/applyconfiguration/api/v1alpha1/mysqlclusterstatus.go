@@ -48,6 +48,9 @@ type MySQLClusterStatusApplyConfiguration struct {
 	// LastBackup is the oldest of the members' last successful backups: every member has a backup at least this
 	// recent.
 	LastBackup *v1.Time `json:"lastBackup,omitempty"`
+	// RestoredFrom is the backup source spec.restore resolved to, when the MySQLCluster was created: kept so that
+	// every later pass restores from the same member's backups.
+	RestoredFrom *RestoredFromApplyConfiguration `json:"restoredFrom,omitempty"`
 	// Members is the state in each placed member, by name.
 	Members    []MemberStatusApplyConfiguration     `json:"members,omitempty"`
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -112,6 +115,14 @@ func (b *MySQLClusterStatusApplyConfiguration) WithStorageClasses(value string) 
 // If called multiple times, the LastBackup field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithLastBackup(value v1.Time) *MySQLClusterStatusApplyConfiguration {
 	b.LastBackup = &value
+	return b
+}
+
+// WithRestoredFrom sets the RestoredFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestoredFrom field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithRestoredFrom(value *RestoredFromApplyConfiguration) *MySQLClusterStatusApplyConfiguration {
+	b.RestoredFrom = value
 	return b
 }
 

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// BackupsOptions name the MySQLCluster whose backups to list; its namespace is -n or the hub context's.
+type BackupsOptions struct {
+	Name   string
+	Output string
+}
+
+// BackupView is one backup of a MySQLCluster in one member.
+type BackupView struct {
+	Member string `json:"member"`
+	v1alpha1.BackupRecord
+}
+
+// BackupsView lists a MySQLCluster's backups across its members, newest first, and each member's last failure
+// when it is newer than its last backup.
+type BackupsView struct {
+	Namespace string                            `json:"namespace"`
+	Name      string                            `json:"name"`
+	Backups   []BackupView                      `json:"backups"`
+	Failures  map[string]v1alpha1.BackupFailure `json:"failures,omitempty"`
+}
+
+// ListBackups reads what the manager reports of a MySQLCluster's backups: per member, the backups its store kept
+// after the last successful backup (from the runner's report of that backup's Job), and the last failure.
+func ListBackups(ctx context.Context, hub Hub, opts BackupsOptions) (*BackupsView, error) {
+	c, err := getCluster(ctx, hub, opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	v := &BackupsView{Namespace: c.Namespace, Name: c.Name, Backups: []BackupView{}}
+	for _, m := range c.Status.Members {
+		b := m.Backups
+		if b == nil {
+			continue
+		}
+		retained := b.Retained
+		if len(retained) == 0 && b.LastSuccessful != nil {
+			retained = []v1alpha1.BackupRecord{*b.LastSuccessful}
+		}
+		for _, r := range retained {
+			v.Backups = append(v.Backups, BackupView{Member: m.Name, BackupRecord: r})
+		}
+		if b.LastFailure != nil {
+			if v.Failures == nil {
+				v.Failures = map[string]v1alpha1.BackupFailure{}
+			}
+			v.Failures[m.Name] = *b.LastFailure
+		}
+	}
+	sort.SliceStable(v.Backups, func(i, j int) bool {
+		if !v.Backups[i].Time.Equal(&v.Backups[j].Time) {
+			return v.Backups[j].Time.Before(&v.Backups[i].Time)
+		}
+		return v.Backups[i].Member < v.Backups[j].Member
+	})
+	return v, nil
+}
+
+// Backups prints a MySQLCluster's backups: TIME MEMBER BACKUP SIZE DURATION POD GTID, newest first.
+func Backups(ctx context.Context, hub Hub, opts BackupsOptions, streams genericiooptions.IOStreams) error {
+	if err := ValidateOutput(opts.Output); err != nil {
+		return err
+	}
+	v, err := ListBackups(ctx, hub, opts)
+	if err != nil {
+		return err
+	}
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("Time", false), column("Member", false), column("Backup", false), column("Size", false),
+		column("Duration", false), column("Pod", false), column("GTID", false),
+	}}
+	for _, b := range v.Backups {
+		table.Rows = append(table.Rows, row(b.Time.UTC().Format(time.RFC3339), b.Member, b.Name, size(b.Size),
+			(time.Duration(b.DurationMilliseconds) * time.Millisecond).Round(100*time.Millisecond).String(),
+			orDash(b.Pod), orDash(b.GTIDPosition)))
+	}
+	if opts.Output == OutputTable || opts.Output == OutputWide {
+		members := make([]string, 0, len(v.Failures))
+		for m := range v.Failures {
+			members = append(members, m)
+		}
+		sort.Strings(members)
+		for _, m := range members {
+			f := v.Failures[m]
+			say(errOut(streams), "member %s: the last backup Job failed %s ago: %s\n", m, age(&f.Time), f.Reason)
+		}
+	}
+	return printView(streams, opts.Output, v, table, "No backups of "+v.Namespace+"/"+v.Name+" reported.")
+}
+
+// size is a byte count in binary units.
+func size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// BackupNowOptions ask for a backup of a MySQLCluster in one member now.
+type BackupNowOptions struct {
+	Name   string
+	Member string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// BackupNow asks the manager for a backup of a MySQLCluster in a member now: it records the request in the
+// MySQLCluster's annotation v1alpha1.BackupNowAnnotation, from which the manager runs a Job of the member's
+// backup CronJob once (until the member reports a backup or a failure newer than the request).
+func BackupNow(ctx context.Context, hub Hub, opts BackupNowOptions, out io.Writer) error {
+	if opts.Member == "" {
+		return errors.New("name the member with --member")
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	c, err := getCluster(ctx, hub, opts.Name)
+	if err != nil {
+		return err
+	}
+	if c.Spec.Backup == nil {
+		return fmt.Errorf("%s/%s has no spec.backup", c.Namespace, c.Name)
+	}
+	var member *v1alpha1.MemberStatus
+	for i := range c.Status.Members {
+		if c.Status.Members[i].Name == opts.Member {
+			member = &c.Status.Members[i]
+		}
+	}
+	if member == nil {
+		return fmt.Errorf("%s/%s is not placed on member %s", c.Namespace, c.Name, opts.Member)
+	}
+	requests := v1alpha1.BackupRequests(c.Annotations[v1alpha1.BackupNowAnnotation])
+	// The request is done once the member reports an outcome at or after it, to the second: it must come
+	// after the last outcome reported, or it would count as done already.
+	at := metav1.NewTime(now().UTC().Truncate(time.Second))
+	if b := member.Backups; b != nil {
+		for _, t := range []*metav1.Time{recordTime(b.LastSuccessful), failedAt(b.LastFailure)} {
+			if t != nil && !at.After(t.Time) {
+				at = metav1.NewTime(t.Add(time.Second))
+			}
+		}
+	}
+	requests[opts.Member] = at
+	hc, err := hub.connect()
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.BackupNowAnnotation,
+		v1alpha1.FormatBackupRequests(requests))
+	obj := &v1alpha1.MySQLCluster{}
+	obj.Namespace, obj.Name = c.Namespace, c.Name
+	if err := hc.cl.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return explainHubError(err)
+	}
+	say(out, "Asked for a backup of %s/%s in member %s at %s; `mysqlfleet backups %s -n %s` shows it when done\n",
+		c.Namespace, c.Name, opts.Member, at.Format(time.RFC3339), c.Name, c.Namespace)
+	return nil
+}
+
+func getCluster(ctx context.Context, hub Hub, name string) (*v1alpha1.MySQLCluster, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, errors.New("name the MySQLCluster")
+	}
+	hc, err := hub.connect()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := hub.defaultNamespace()
+	if err != nil {
+		return nil, err
+	}
+	var c v1alpha1.MySQLCluster
+	if err := hc.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+		return nil, explainHubError(err)
+	}
+	return &c, nil
+}
+
+func recordTime(r *v1alpha1.BackupRecord) *metav1.Time {
+	if r == nil {
+		return nil
+	}
+	return &r.Time
+}
+
+func failedAt(f *v1alpha1.BackupFailure) *metav1.Time {
+	if f == nil {
+		return nil
+	}
+	return &f.Time
+}
