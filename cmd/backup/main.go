@@ -184,10 +184,10 @@ func (o *options) azure() {
 // backups the store keeps. It fits a Pod's termination message (4096 bytes): the error is shortened, and the
 // retained backups (newest first) are cut to what fits, in a short form.
 type report struct {
-	Backup   *backup.Manifest `json:"backup,omitempty"`
+	Backup   *backup.Manifest  `json:"backup,omitempty"`
 	Retained []backup.Manifest `json:"-"`
-	Error    string           `json:"error,omitempty"`
-	Warning  string           `json:"warning,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	Warning  string            `json:"warning,omitempty"`
 }
 
 // retainedEntry is a retained backup in the report.

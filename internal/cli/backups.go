@@ -89,7 +89,7 @@ func Backups(ctx context.Context, hub Hub, opts BackupsOptions, streams generici
 	}}
 	for _, b := range v.Backups {
 		table.Rows = append(table.Rows, row(b.Time.UTC().Format(time.RFC3339), b.Member, b.Name, size(b.Size),
-			(time.Duration(b.DurationMilliseconds) * time.Millisecond).Round(100*time.Millisecond).String(),
+			(time.Duration(b.DurationMilliseconds)*time.Millisecond).Round(100*time.Millisecond).String(),
 			orDash(b.Pod), orDash(b.GTIDPosition)))
 	}
 	if opts.Output == OutputTable || opts.Output == OutputWide {
