@@ -49,7 +49,7 @@ case $1 in
 esac
 
 # The server's view of its options, with the command line's included (datadir comes from conf.d).
-option() { "$@" --verbose --help 2>/dev/null | awk -v o="$OPTION" '$1 == o { sub(/^[^ \t]+[ \t]+/, ""); print; exit }'; }
+option() { "$@" --verbose --help 2>/dev/null | awk -v o="$OPTION" '$1 == o && /^[^ \t]/ { sub(/^[^ \t]+[ \t]+/, ""); print; exit }'; }
 OPTION=datadir DATADIR=$(option "$@")
 OPTION=socket SOCKET=$(option "$@")
 DATADIR=${DATADIR%/}
