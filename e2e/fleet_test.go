@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 )
 
 var classes = map[string]string{"aws-eu-west-1": "gp3", "azure-westeurope": "managed-csi", "gcp-us-central1": "pd-ssd"}
@@ -153,28 +152,34 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 	})
 
 	It("fails over to the standby replica when the leader dies", func(ctx SpecContext) {
-		var leader, standby *localfleet.Process
-		Eventually(func() int {
-			leader, standby = nil, nil
-			for _, p := range managers {
-				if p.Running() && p.IsLeader() {
-					leader = p
-				} else if p.Running() {
-					standby = p
-				}
-			}
-			if leader == nil || standby == nil {
-				return 0
-			}
-			return 1
-		}).WithTimeout(time.Minute).Should(Equal(1))
-		leader.Kill()
+		leader, standby := leaderAndStandby(ctx)
+		Expect(leader.Kill(ctx)).To(Succeed())
 		update(ctx, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 1 })
-		Eventually(standby.IsLeader).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func() bool { return standby.IsLeader(ctx) }).WithTimeout(time.Minute).Should(BeTrue())
 		c := eventuallyReady(ctx, key)
 		Expect(c.Status.ReadyReplicas).To(Equal("3/3"))
 	})
 })
+
+// leaderAndStandby waits for a leading manager replica and a running standby.
+func leaderAndStandby(ctx context.Context) (leader, standby ManagerReplica) {
+	Eventually(func(g Gomega) {
+		leader, standby = nil, nil
+		rs, err := provider.Managers(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, r := range rs {
+			switch {
+			case r.IsLeader(ctx):
+				leader = r
+			case r.Running(ctx):
+				standby = r
+			}
+		}
+		g.Expect(leader).NotTo(BeNil(), "a leader")
+		g.Expect(standby).NotTo(BeNil(), "a standby")
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	return leader, standby
+}
 
 var _ = Describe("Placement by selector", func() {
 	It("places only on members whose labels match", func(ctx SpecContext) {
@@ -252,11 +257,14 @@ var _ = Describe("A hostile member kubeconfig", func() {
 	})
 })
 
+// mysqlCluster is a MySQLCluster of the engine and version the provider's nodes run (MySQL 8.4 on the local
+// fleet, MariaDB 10.11 on kind).
 func mysqlCluster(ns, name string, placed []string) *v1alpha1.MySQLCluster {
+	engine, version := provider.Database()
 	return &v1alpha1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MySQLClusterSpec{
-			Version: "8.4", Replicas: 1, Placement: v1alpha1.Placement{Members: placed},
+			Engine: engine, Version: version, Replicas: 1, Placement: v1alpha1.Placement{Members: placed},
 			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")},
 		},
 	}
