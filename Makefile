@@ -156,4 +156,4 @@ kind-down: ## Delete the kind clusters of make kind-up.
 .PHONY: test-e2e-kind
 test-e2e-kind: kind-images ## Run the e2e suite on kind clusters (fresh e2e-* clusters, deleted after; E2E_KIND_KEEP=1 keeps them).
 	hack/tools.sh kubectl kind
-	E2E_PROVIDER=kind go test -tags e2e ./e2e/ -count=1 -timeout 100m -ginkgo.v
+	E2E_PROVIDER=kind go test -tags e2e -v ./e2e/ -count=1 -timeout 100m -ginkgo.v

@@ -37,8 +37,8 @@ var _ = Describe("The database on real Pods", Label(string(RealPods)), func() {
 		for member := range classes {
 			By("connecting through the Service " + c.ServiceName() + " in " + member + " as the application's user")
 			out := runSQL(ctx, member, key, c.ServiceName(), "app", v1alpha1.PasswordKey, fmt.Sprintf(
-				"CREATE TABLE items (id INT PRIMARY KEY, member VARCHAR(64)); INSERT INTO items VALUES (1, '%s'); "+
-					"SELECT CONCAT('row:', member) FROM items WHERE id = 1", member))
+				"CREATE TABLE inventory.items (id INT PRIMARY KEY, member VARCHAR(64)); INSERT INTO inventory.items VALUES (1, '%s'); "+
+					"SELECT CONCAT('row:', member) FROM inventory.items WHERE id = 1", member))
 			Expect(out).To(ContainSubstring("row:"+member), member)
 		}
 	})

@@ -38,7 +38,8 @@ log() { printf '[kind-images] %s %s\n' "$(date +%T)" "$*" >&2; }
 ((EUID == 0)) || { log "must run as root (debootstrap and chroot)"; exit 1; }
 
 # key FILE... is a short hash of the given inputs, plus the pins, so that an image is rebuilt when what makes it
-# changes and never otherwise.
+# changes and never otherwise. The inputs name the functions of this script that build the image (declare -f),
+# not the whole script, so that a change to one image's recipe rebuilds only that image.
 key() {
   { cat "$@"; echo "$KUBE_VERSION $KIND_VERSION $KIND_ETCD_VERSION $KIND_COREDNS_VERSION $suite"; } | sha256sum | cut -c1-12
 }
@@ -57,6 +58,18 @@ have_image() {
 # save REF ARCHIVE writes the image as a docker-archive tarball atomically.
 save() {
   docker save "$1" -o "$2.tmp" && mv "$2.tmp" "$2"
+}
+
+# prune REPOSITORY ARCHIVE-GLOB CURRENT-REF CURRENT-ARCHIVE: removes the images of REPOSITORY with another tag and
+# the archives of other keys, so that rebuilds do not pile up in the cache (an image a container still uses
+# stays).
+prune() {
+  local repo=$1 glob=$2 ref=$3 archive=$4 a r
+  for a in $glob; do [[ $a == "$archive" ]] || rm -f "$a"; done
+  [[ -n $repo ]] || return 0
+  for r in $(docker images --format '{{.Repository}}:{{.Tag}}' "$repo"); do
+    [[ $r == "$ref" ]] || docker rmi "$r" >/dev/null 2>&1 || true
+  done
 }
 
 # import_dir DIR REF [--change ...]: a single-layer image of DIR's contents.
@@ -248,7 +261,8 @@ NODE_PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plug
 node_image() {
   local kinddir k ref archive tarball dir
   kinddir=$(cd "$cache" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  k=$(key "$here/images.sh" "$here"/node/* "$root/hack/kind/pause/main.go" <(echo "$NODE_PACKAGES"))
+  k=$(key <(declare -f node_image control_plane_images preload copy_with_libs import_dir rootfs wrapper_build) \
+    "$here"/node/* "$root/hack/kind/pause/main.go" <(echo "$NODE_PACKAGES"))
   ref=mysqlfleet/kind-node:$KUBE_VERSION-$k
   archive=$kcache/images/kind-node-$KUBE_VERSION-$k.tar
   NODE_IMAGE=$ref
@@ -310,6 +324,7 @@ node_image() {
   printf 'FROM %s\nSTOPSIGNAL SIGRTMIN+3\n' "$ref-rootfs" | docker build -q -t "$ref" - >/dev/null
   docker rmi "$ref-rootfs" >/dev/null
   save "$ref" "$archive"
+  prune mysqlfleet/kind-node "$kcache/images/kind-node-*.tar" "$ref" "$archive"
   log "node image $ref built ($(du -h "$archive" | cut -f1))"
 }
 
@@ -320,7 +335,7 @@ MARIADB_PACKAGES=mariadb-server,mariadb-client,ca-certificates,procps,gzip,tzdat
 
 mariadb_image() {
   local k ref archive tarball dir
-  k=$(key "$here/images.sh" "$here"/mariadb/* <(echo "$MARIADB_PACKAGES"))
+  k=$(key <(declare -f mariadb_image import_dir rootfs) "$here"/mariadb/* <(echo "$MARIADB_PACKAGES"))
   ref=mariadb:$KIND_MARIADB_VERSION
   archive=$kcache/images/mariadb-$KIND_MARIADB_VERSION-$k.tar
   MARIADB_ARCHIVE=$archive MARIADB_IMAGE=$ref
@@ -352,6 +367,7 @@ mariadb_image() {
     --change 'ENTRYPOINT ["docker-entrypoint.sh"]' --change 'CMD ["mariadbd"]'
   rm -rf "$dir"
   save "$ref" "$archive"
+  prune "" "$kcache/images/mariadb-*.tar" "$ref" "$archive"
   log "database image $ref built ($(du -h "$archive" | cut -f1))"
 }
 
@@ -360,7 +376,7 @@ mariadb_image() {
 
 provisioner_image() {
   local k ref archive dir
-  k=$(key "$here/images.sh" "$here"/provisioner/*.go "$root/go.sum")
+  k=$(key <(declare -f provisioner_image import_dir) "$here"/provisioner/*.go "$root/go.sum")
   ref=mysqlfleet/kind-local-path:$k
   archive=$kcache/images/kind-local-path-$k.tar
   PROVISIONER_IMAGE=$ref PROVISIONER_ARCHIVE=$archive
@@ -370,6 +386,7 @@ provisioner_image() {
   import_dir "$dir" "$ref" --change 'ENTRYPOINT ["/local-path-provisioner"]'
   rm -rf "$dir"
   save "$ref" "$archive"
+  prune mysqlfleet/kind-local-path "$kcache/images/kind-local-path-*.tar" "$ref" "$archive"
 }
 
 # The manager image is the project's own, rebuilt every time (it is the code under test); make docker-build
