@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/kindfleet"
@@ -56,7 +56,7 @@ func (p *kindProvider) Name() string { return "kind" }
 
 func (p *kindProvider) options() kindfleet.Options {
 	return kindfleet.Options{Root: p.root, Dir: filepath.Join(p.root, ".kind"), Prefix: kindPrefix, Images: p.images,
-		Log: GinkgoWriter}
+		Log: ginkgo.GinkgoWriter}
 }
 
 func (p *kindProvider) Up(ctx context.Context) (*Cluster, []*Cluster, error) {
@@ -148,7 +148,7 @@ func (p *kindProvider) StartAPIServer(member string) error {
 
 func (p *kindProvider) Down() error {
 	if os.Getenv("E2E_KIND_KEEP") == "1" {
-		fmt.Fprintf(GinkgoWriter, "E2E_KIND_KEEP=1: keeping the kind clusters %s*; kubeconfigs in %s\n",
+		_, _ = fmt.Fprintf(ginkgo.GinkgoWriter, "E2E_KIND_KEEP=1: keeping the kind clusters %s*; kubeconfigs in %s\n",
 			kindPrefix, filepath.Join(p.root, ".kind"))
 		return nil
 	}

@@ -160,7 +160,7 @@ func (o *Options) logf(format string, args ...any) {
 	if w == nil {
 		w = os.Stderr
 	}
-	fmt.Fprintf(w, "[kindfleet] "+format+"\n", args...)
+	_, _ = fmt.Fprintf(w, "[kindfleet] "+format+"\n", args...)
 }
 
 // Adapter decides whether kind needs the adapter on this Docker host: it probes `docker run --privileged` with
