@@ -18,7 +18,8 @@
 # image-archive` loads into the clusters; hack/kind/images.env (written here, git-ignored) names them for
 # `make kind-up` and the e2e suite.
 #
-# Usage: hack/kind/images.sh [node|mariadb|provisioner|manager ...]   (no argument: all). Runs as root (debootstrap,
+# Usage: hack/kind/images.sh [node|mariadb|provisioner|manager|rootfs ...]   (no argument: all but rootfs, which
+# only debootstraps both roots). The node and database images are built as root (debootstrap,
 # chroot).
 set -euo pipefail
 
@@ -35,7 +36,18 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
 log() { printf '[kind-images] %s %s\n' "$(date +%T)" "$*" >&2; }
 
-((EUID == 0)) || { log "must run as root (debootstrap and chroot)"; exit 1; }
+need_root() { ((EUID == 0)) || { log "the $1 image is built as root (debootstrap, chroot, mounts)"; exit 1; }; }
+
+# Work directories of this run, removed however it ends.
+work=()
+cleanup() {
+  local d
+  for d in "${work[@]}"; do
+    if mountpoint -q "$d/proc" 2>/dev/null; then umount "$d/proc" || true; fi
+    rm -rf "$d"
+  done
+}
+trap cleanup EXIT
 
 # key FILE... is a short hash of the given inputs, plus the pins, so that an image is rebuilt when what makes it
 # changes and never otherwise. The inputs name the functions of this script that build the image (declare -f),
@@ -91,6 +103,7 @@ rootfs() {
   if [[ -s $out ]]; then printf '%s' "$out"; return 0; fi
   log "debootstrap $suite ($name): $pkgs (cold: a few minutes)"
   dir=$(mktemp -d "$kcache/rootfs-$name.XXXX")
+  work+=("$dir")
   debootstrap --variant=minbase --cache-dir="$kcache/debs" --include="$pkgs" "$suite" "$dir" "$mirror" >&2 ||
     { tail -n 30 "$dir/debootstrap/debootstrap.log" >&2 || true; rm -rf "$dir"; return 1; }
   # Trim what no container reads: documentation, manuals, locales, apt's lists and caches.
@@ -102,12 +115,9 @@ rootfs() {
   printf '%s' "$out"
 }
 
-# unpack TARBALL: a fresh directory with the root filesystem, for assembling one image.
+# unpack TARBALL DIR: a fresh directory with the root filesystem, for assembling one image.
 unpack() {
-  local dir
-  dir=$(mktemp -d "$kcache/work.XXXX")
-  tar --numeric-owner -C "$dir" -xf "$1"
-  printf '%s' "$dir"
+  tar --numeric-owner -C "$2" -xf "$1"
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -187,6 +197,7 @@ control_plane_images() {
       coredns:*) [[ $tag == "$KIND_COREDNS_VERSION" ]] || { log "kubeadm wants coredns $tag: set KIND_COREDNS_VERSION"; return 1; } ;;
     esac
     dir=$(mktemp -d "$kcache/work.XXXX")
+    work+=("$dir")
     mkdir -p "$dir/usr/local/bin" "$dir/tmp" "$dir/etc"
     chmod 1777 "$dir/tmp"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"$dir/etc/passwd"
@@ -268,8 +279,11 @@ node_image() {
   NODE_IMAGE=$ref
   if have_image "$ref" "$archive"; then log "node image $ref is cached"; return 0; fi
   build_kube
+  need_root node
   tarball=$(rootfs node "$NODE_PACKAGES")
-  dir=$(unpack "$tarball")
+  dir=$(mktemp -d "$kcache/work.XXXX")
+  work+=("$dir")
+  unpack "$tarball" "$dir"
   log "assembling the node image $ref"
 
   # kind's base image files, from the kind module of the pinned version (Apache-2.0; copied, never committed).
@@ -311,6 +325,7 @@ node_image() {
   mv "$dir/usr/local/bin/entry" "$dir/usr/local/bin/mysqlfleet-node-entry"
 
   local imgdir=$kcache/work-images-$k
+  work+=("$imgdir")
   control_plane_images "$dir" "$imgdir"
   preload "$dir" "$imgdir"/*.tar
   rm -rf "$imgdir"
@@ -344,8 +359,11 @@ mariadb_image() {
     log "database image $ref is cached"; return 0
   fi
   if [[ -s $archive ]]; then docker load -i "$archive" >/dev/null; return 0; fi
+  need_root database
   tarball=$(rootfs mariadb "$MARIADB_PACKAGES")
-  dir=$(unpack "$tarball")
+  dir=$(mktemp -d "$kcache/work.XXXX")
+  work+=("$dir")
+  unpack "$tarball" "$dir"
   log "assembling the database image $ref"
   local v
   v=$(chroot "$dir" dpkg-query -W -f '${Version}' mariadb-server)
@@ -382,6 +400,7 @@ provisioner_image() {
   PROVISIONER_IMAGE=$ref PROVISIONER_ARCHIVE=$archive
   if have_image "$ref" "$archive"; then log "provisioner image $ref is cached"; return 0; fi
   dir=$(mktemp -d "$kcache/work.XXXX")
+  work+=("$dir")
   go build -C "$root" -trimpath -ldflags "-s -w" -o "$dir/local-path-provisioner" ./hack/kind/provisioner
   import_dir "$dir" "$ref" --change 'ENTRYPOINT ["/local-path-provisioner"]'
   rm -rf "$dir"
@@ -401,36 +420,42 @@ manager_image() {
 
 # ---------------------------------------------------------------------------------------------------------------
 
-what=("$@")
-((${#what[@]})) || what=(node mariadb provisioner manager)
-start=$SECONDS
-for w in "${what[@]}"; do
-  case $w in
-    node) node_image ;;
-    mariadb) mariadb_image ;;
-    provisioner) provisioner_image ;;
-    manager) manager_image ;;
-    rootfs) rootfs node "$NODE_PACKAGES" >/dev/null && rootfs mariadb "$MARIADB_PACKAGES" >/dev/null ;;
-    *) log "unknown image $w"; exit 2 ;;
-  esac
-done
+# main is called on the script's last line, so that bash has read the whole script before running any of it.
+main() {
+  local what=("$@") w start env_file line k
+  ((${#what[@]})) || what=(node mariadb provisioner manager)
+  start=$SECONDS
+  for w in "${what[@]}"; do
+    case $w in
+      node) node_image ;;
+      mariadb) mariadb_image ;;
+      provisioner) provisioner_image ;;
+      manager) manager_image ;;
+      rootfs) rootfs node "$NODE_PACKAGES" >/dev/null && rootfs mariadb "$MARIADB_PACKAGES" >/dev/null ;;
+      *) log "unknown image $w"; exit 2 ;;
+    esac
+  done
 
-# What kind-up and the e2e suite read: the images and their archives (only those built in this run are written).
-env_file=$here/images.env
-{
-  echo "# Written by hack/kind/images.sh on $(date -u +%FT%TZ); not committed."
-  [[ -n ${NODE_IMAGE:-} ]] && echo "KIND_NODE_IMAGE=$NODE_IMAGE"
-  [[ -n ${MARIADB_IMAGE:-} ]] && echo "KIND_MARIADB_IMAGE=$MARIADB_IMAGE" && echo "KIND_MARIADB_ARCHIVE=$MARIADB_ARCHIVE"
-  [[ -n ${PROVISIONER_IMAGE:-} ]] && echo "KIND_PROVISIONER_IMAGE=$PROVISIONER_IMAGE" && echo "KIND_PROVISIONER_ARCHIVE=$PROVISIONER_ARCHIVE"
-  [[ -n ${MANAGER_IMAGE:-} ]] && echo "KIND_MANAGER_IMAGE=$MANAGER_IMAGE" && echo "KIND_MANAGER_ARCHIVE=$MANAGER_ARCHIVE"
-} >"$env_file.tmp"
-# Keep the entries of images not built in this run.
-if [[ -f $env_file ]]; then
-  while IFS= read -r line; do
-    k=${line%%=*}
-    [[ $line == \#* || -z $line ]] && continue
-    grep -q "^$k=" "$env_file.tmp" || echo "$line" >>"$env_file.tmp"
-  done <"$env_file"
-fi
-mv "$env_file.tmp" "$env_file"
-log "done in $((SECONDS - start)) s: $env_file"
+  # What kind-up and the e2e suite read: the images and their archives (only those built in this run are written).
+  env_file=$here/images.env
+  {
+    echo "# Written by hack/kind/images.sh on $(date -u +%FT%TZ); not committed."
+    [[ -n ${NODE_IMAGE:-} ]] && echo "KIND_NODE_IMAGE=$NODE_IMAGE"
+    [[ -n ${MARIADB_IMAGE:-} ]] && echo "KIND_MARIADB_IMAGE=$MARIADB_IMAGE" && echo "KIND_MARIADB_ARCHIVE=$MARIADB_ARCHIVE"
+    [[ -n ${PROVISIONER_IMAGE:-} ]] && echo "KIND_PROVISIONER_IMAGE=$PROVISIONER_IMAGE" && echo "KIND_PROVISIONER_ARCHIVE=$PROVISIONER_ARCHIVE"
+    [[ -n ${MANAGER_IMAGE:-} ]] && echo "KIND_MANAGER_IMAGE=$MANAGER_IMAGE" && echo "KIND_MANAGER_ARCHIVE=$MANAGER_ARCHIVE"
+  } >"$env_file.tmp"
+  # Keep the entries of images not built in this run.
+  if [[ -f $env_file ]]; then
+    while IFS= read -r line; do
+      k=${line%%=*}
+      [[ $line == \#* || -z $line ]] && continue
+      grep -q "^$k=" "$env_file.tmp" || echo "$line" >>"$env_file.tmp"
+    done <"$env_file"
+  fi
+  mv "$env_file.tmp" "$env_file"
+  log "done in $((SECONDS - start)) s: $env_file"
+}
+
+main "$@"
+exit
