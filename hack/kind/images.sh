@@ -84,6 +84,12 @@ prune() {
   done
 }
 
+# drop_previous ID REF removes image ID if REF no longer names it.
+drop_previous() {
+  [[ -n $1 && $(docker image inspect -f '{{.Id}}' "$2" 2>/dev/null) != "$1" ]] || return 0
+  docker rmi "$1" >/dev/null 2>&1 || true
+}
+
 # import_dir DIR REF [--change ...]: a single-layer image of DIR's contents.
 import_dir() {
   local dir=$1 ref=$2
@@ -358,7 +364,15 @@ mariadb_image() {
   if [[ $(docker image inspect -f '{{index .Config.Labels "io.mysqlfleet.kind.key"}}' "$ref" 2>/dev/null) == "$k" && -s $archive ]]; then
     log "database image $ref is cached"; return 0
   fi
-  if [[ -s $archive ]]; then docker load -i "$archive" >/dev/null; return 0; fi
+  # The tag moves to this build: the image it named before is dropped unless a container uses it.
+  local previous
+  previous=$(docker image inspect -f '{{.Id}}' "$ref" 2>/dev/null || true)
+  if [[ -s $archive ]]; then
+    log "loading $ref from $archive"
+    docker load -i "$archive" >/dev/null
+    drop_previous "$previous" "$ref"
+    return 0
+  fi
   need_root database
   tarball=$(rootfs mariadb "$MARIADB_PACKAGES")
   dir=$(mktemp -d "$kcache/work.XXXX")
@@ -386,6 +400,7 @@ mariadb_image() {
   rm -rf "$dir"
   save "$ref" "$archive"
   prune "" "$kcache/images/mariadb-*.tar" "$ref" "$archive"
+  drop_previous "$previous" "$ref"
   log "database image $ref built ($(du -h "$archive" | cut -f1))"
 }
 
