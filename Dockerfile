@@ -1,6 +1,8 @@
 # The manager image: static binaries on an empty base (FROM scratch plus CA certificates), run as 65532: the
-# manager (the entrypoint) and /mysqlfleet-backup, the backup runner, which a backup Job's init container copies
-# into the database image (it is static, so it runs on any Linux image) to run that image's dump tool.
+# manager (the entrypoint); /mysqlfleet-backup, the backup runner, which a backup Job's init container copies
+# into the database image (it is static, so it runs on any Linux image) to run that image's dump tool; and
+# /mysqlfleet-member, the member controller, which runs in each member from this same image (command
+# /mysqlfleet-member), so that a member runs exactly the release the hub runs.
 #
 #   docker build -t mysqlfleet/manager:dev .
 #       compiles the manager in GO_IMAGE; needs GO_IMAGE locally or from a registry.
@@ -17,8 +19,8 @@
 ARG GO_IMAGE=golang:1.26
 ARG BASE_IMAGE=scratch
 
-# The binaries compiled on the host: _out/docker/rootfs holds /manager, /mysqlfleet-backup and
-# /etc/ssl/certs/ca-certificates.crt.
+# The binaries compiled on the host: _out/docker/rootfs holds /manager, /mysqlfleet-backup, /mysqlfleet-member
+# and /etc/ssl/certs/ca-certificates.crt.
 FROM ${BASE_IMAGE} AS prebuilt
 COPY _out/docker/rootfs/ /
 USER 65532:65532
@@ -37,11 +39,14 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags="-s -w" -o /out/mysqlfleet-backup ./cmd/backup
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/mysqlfleet-member ./cmd/member
 
 FROM ${BASE_IMAGE} AS manager
 COPY --from=builder /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=builder /out/manager /manager
 COPY --from=builder /out/mysqlfleet-backup /mysqlfleet-backup
+COPY --from=builder /out/mysqlfleet-member /mysqlfleet-member
 USER 65532:65532
 HEALTHCHECK --interval=30s --timeout=10s CMD ["/manager", "--probe=http://127.0.0.1:8081/healthz"]
 ENTRYPOINT ["/manager"]

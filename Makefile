@@ -134,3 +134,31 @@ $(CONTROLLER_GEN):
 
 $(BIN)/golangci-lint:
 	hack/tools.sh golangci-lint
+
+##@ Kind tier
+
+# Which images make kind-images builds. Where a registry is reachable, build only the project's own and name
+# public ones instead, e.g. KIND_IMAGES="provisioner manager" KIND_NODE_IMAGE=kindest/node:v1.36.3
+# KIND_MARIADB_IMAGE=mariadb:10.11 (see README, kind tier).
+KIND_IMAGES ?= node mariadb provisioner manager
+KIND_MEMBERS ?= 0
+.PHONY: kind-images
+kind-images: ## Build the kind tier's images with no registry (node image, MariaDB, provisioner, manager), cached by version.
+	hack/kind/images.sh $(KIND_IMAGES)
+
+.PHONY: kind-up
+kind-up: kind-images ## Start the fleet of clusters/ as kind clusters, install the chart on the hub, join the members.
+	hack/tools.sh kubectl helm kind
+	go build -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
+	go build -o $(BIN)/kindfleet ./hack/kindfleet
+	$(BIN)/kindfleet up -members $(KIND_MEMBERS)
+
+.PHONY: kind-down
+kind-down: ## Delete the kind clusters of make kind-up.
+	go build -o $(BIN)/kindfleet ./hack/kindfleet
+	$(BIN)/kindfleet down
+
+.PHONY: test-e2e-kind
+test-e2e-kind: kind-images ## Run the e2e suite on kind clusters (fresh e2e-* clusters, deleted after; E2E_KIND_KEEP=1 keeps them).
+	hack/tools.sh kubectl kind
+	E2E_PROVIDER=kind go test -tags e2e -v ./e2e/ -count=1 -timeout 100m -ginkgo.v

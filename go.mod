@@ -27,7 +27,11 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+require (
+	al.essio.dev/pkg/shellescape v1.5.1 // indirect
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/pelletier/go-toml v1.9.5 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect

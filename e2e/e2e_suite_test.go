@@ -3,7 +3,8 @@
 // Package e2e is mysqlfleet's end-to-end suite: the whole product as a user meets it, on a fleet from clusters/
 // (a hub and aws, azure and gcp members). The manager runs as two replicas with leader election, members are
 // registered as Secrets, MySQLClusters are placed across the clouds and faults are injected. Run it with
-// `make test-e2e`.
+// `make test-e2e` (the local fleet) or `make test-e2e-kind` (kind clusters: E2E_PROVIDER=kind), the same specs on
+// both; specs that need what only one provider offers carry a Capability label.
 package e2e
 
 import (
@@ -22,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
 
@@ -37,14 +37,38 @@ var (
 	hubClient client.Client
 	members   map[string]*Cluster
 	clients   map[string]client.Client
-	managers  []*localfleet.Process
 	workDir   string
 )
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "mysqlfleet e2e")
+	switch name := os.Getenv("E2E_PROVIDER"); name {
+	case "", "local":
+		provider = &localProvider{}
+	case "kind":
+		p, err := newKindProvider()
+		if err != nil {
+			t.Fatal(err)
+		}
+		provider = p
+	default:
+		t.Fatalf("E2E_PROVIDER must be local or kind, not %q", name)
+	}
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if suiteConfig.LabelFilter == "" {
+		suiteConfig.LabelFilter = defaultLabelFilter(provider)
+	}
+	if missing := missingCapabilities(provider); len(missing) > 0 {
+		fmt.Printf("The %s provider does not offer %v: specs with those labels are left out (label filter %q); "+
+			"they run on kind (make test-e2e-kind) once the provider offers them.\n", provider.Name(), missing, suiteConfig.LabelFilter)
+	}
+	RunSpecs(t, "mysqlfleet e2e ("+provider.Name()+")", suiteConfig, reporterConfig)
 }
+
+// A spec selected on a provider that lacks what it needs fails, never passes or skips quietly.
+var _ = BeforeEach(func() {
+	Expect(checkCapabilities(provider, CurrentSpecReport().Labels())).To(Succeed())
+})
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
@@ -52,7 +76,6 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = os.RemoveAll(workDir) })
 
-	provider = &localProvider{}
 	DeferCleanup(func() { Expect(provider.Down()).To(Succeed()) })
 	var ms []*Cluster
 	hub, ms, err = provider.Up(ctx)
@@ -67,38 +90,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(err).NotTo(HaveOccurred())
 	}
 
-	By("installing the chart on the hub with helm")
-	Expect(localfleet.InstallChart(hub.KubeconfigPath, filepath.Join("..", "charts", "mysqlfleet"), namespace, release, nil)).To(Succeed())
-
-	By("starting two manager replicas with the chart's ServiceAccount and leader election")
-	// The hub of the local fleet runs no Pods, so the replicas of the chart's Deployment run as processes,
-	// authenticated as the chart's ServiceAccount: the chart's RBAC is what they are allowed.
-	kc, err := localfleet.ServiceAccountKubeconfig(ctx, hub.Config, namespace, release, 2*time.Hour)
-	Expect(err).NotTo(HaveOccurred())
-	kcPath := filepath.Join(workDir, "manager.kubeconfig")
-	Expect(os.WriteFile(kcPath, kc, 0o600)).To(Succeed())
-	bin, err := localfleet.Build("..", "./cmd/manager", workDir)
-	Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{"manager-a", "manager-b"} {
-		p, err := localfleet.StartManager(bin, name, workDir,
-			"--kubeconfig="+kcPath, "--namespace="+namespace, "--leader-elect=true",
-			"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--member-health-interval=1s",
-			"--member-timeout=5s", "--deletion-timeout=20s")
-		Expect(err).NotTo(HaveOccurred())
-		managers = append(managers, p)
-	}
-	DeferCleanup(func() {
-		for _, p := range managers {
-			p.Kill()
-		}
-	})
+	By("installing the chart on the hub with helm and running two manager replicas with leader election")
+	Expect(provider.InstallManager(ctx, filepath.Join("..", "charts", "mysqlfleet"), workDir)).To(Succeed())
 
 	By("registering every member as a Secret on the hub")
 	for _, m := range members {
 		Expect(registerMember(ctx, m.Name, m.Cloud, m.Region, m.MemberKubeconfig)).To(Succeed())
 	}
-}, NodeTimeout(10*time.Minute))
+}, NodeTimeout(40*time.Minute))
 
 // ReportAfterEach dumps what a person would look at when a spec fails: the MySQLClusters on the hub, the
 // registration Events, and the manager replicas' logs.
@@ -129,8 +128,10 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		}
 		AddReportEntry("member "+name, strings.Join(out, "\n"))
 	}
-	for _, p := range managers {
-		AddReportEntry("log of "+p.Name, p.Tail(30000))
+	if rs, err := provider.Managers(ctx); err == nil {
+		for _, r := range rs {
+			AddReportEntry("log of "+r.Name(), r.Log(ctx))
+		}
 	}
 })
 

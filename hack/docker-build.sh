@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the manager image, with the manager and mysqlfleet-backup: hack/docker-build.sh IMAGE
+# Builds the manager image, with the manager, mysqlfleet-backup and mysqlfleet-member: hack/docker-build.sh IMAGE
 # (make docker-build IMG=... runs it).
 #
 # DOCKER_BUILD_MODE=source compiles the manager in the Dockerfile's builder stage, from GO_IMAGE;
@@ -38,6 +38,7 @@ host)
   arch=$(docker version --format '{{.Server.Arch}}')
   CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w" -o "$rootfs/manager" ./cmd/manager
   CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w" -o "$rootfs/mysqlfleet-backup" ./cmd/backup
+  CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w" -o "$rootfs/mysqlfleet-member" ./cmd/member
   install -D -m 0644 "$CA_CERTIFICATES" "$rootfs/etc/ssl/certs/ca-certificates.crt"
   docker build --target prebuilt --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$img" .
   ;;

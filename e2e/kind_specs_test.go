@@ -1,0 +1,146 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// Specs that only real Pods allow: the database server runs and serves SQL, the manager runs as the chart's
+// Deployment, volumes hold data. They carry the RealPods label (see Capability); the replication and backup specs
+// join them with their own labels when those issues land.
+
+var _ = Describe("The database on real Pods", Label(string(RealPods), string(Replication)), func() {
+	It("becomes Ready in each member and serves SQL through its Service", func(ctx SpecContext) {
+		c := mysqlCluster("sql", "inventory", []string{"aws-eu-west-1", "azure-westeurope", "gcp-us-central1"})
+		c.Spec.Database, c.Spec.User = "inventory", "app"
+		create(ctx, c)
+		key := client.ObjectKeyFromObject(c)
+		got := eventuallyReady(ctx, key)
+		Expect(got.Status.ReadyMembers).To(Equal("3/3"))
+		for member := range classes {
+			By("connecting through the Service " + c.ServiceName() + " in " + member + " as the application's user")
+			out := runSQL(ctx, member, key, c.ServiceName(), "app", v1alpha1.PasswordKey, fmt.Sprintf(
+				"CREATE TABLE inventory.items (id INT PRIMARY KEY, member VARCHAR(64)); INSERT INTO inventory.items VALUES (1, '%s'); "+
+					"SELECT CONCAT('row:', member) FROM inventory.items WHERE id = 1", member))
+			Expect(out).To(ContainSubstring("row:"+member), member)
+		}
+	})
+
+	It("keeps the data on the volume when a Retain MySQLCluster is deleted, and a recreated one finds it", func(ctx SpecContext) {
+		member := "aws-eu-west-1"
+		c := mysqlCluster("vault", "ledger", []string{member})
+		c.Spec.Database = "ledger"
+		create(ctx, c)
+		key := client.ObjectKeyFromObject(c)
+		eventuallyReady(ctx, key)
+		Expect(runSQL(ctx, member, key, c.ServiceName(), "root", v1alpha1.RootPasswordKey,
+			"CREATE TABLE ledger.entries (id INT PRIMARY KEY, note VARCHAR(64)); "+
+				"INSERT INTO ledger.entries VALUES (7, 'kept'); SELECT 'written'")).To(ContainSubstring("written"))
+
+		By("deleting the MySQLCluster (deletionPolicy Retain)")
+		old := get(ctx, key)
+		Expect(old.Spec.DeletionPolicy).NotTo(Equal(v1alpha1.DeletionPolicyDelete))
+		Expect(hubClient.Delete(ctx, old)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(hubClient.Get(ctx, key, &v1alpha1.MySQLCluster{})) }).
+			WithTimeout(2 * time.Minute).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(clients[member].Get(ctx, key, &appsv1.StatefulSet{}))
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		var pvc corev1.PersistentVolumeClaim
+		Expect(clients[member].Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "data-ledger-0"}, &pvc)).To(Succeed())
+		Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.ClusterUIDLabel, string(old.UID)))
+
+		By("recreating it, adopting what its predecessor kept")
+		again := mysqlCluster("vault", "ledger", []string{member})
+		again.Spec.Database = "ledger"
+		again.Annotations = map[string]string{v1alpha1.AdoptAnnotation: string(old.UID)}
+		create(ctx, again)
+		eventuallyReady(ctx, key)
+		Expect(runSQL(ctx, member, key, again.ServiceName(), "root", v1alpha1.RootPasswordKey,
+			"SELECT CONCAT('note:', note) FROM ledger.entries WHERE id = 7")).To(ContainSubstring("note:kept"))
+	})
+})
+
+var _ = Describe("The manager's Deployment", Label(string(RealPods), string(Replication)), func() {
+	It("hands over to the standby when the leader's Pod is deleted, and returns to two replicas", func(ctx SpecContext) {
+		leader, standby := leaderAndStandby(ctx)
+		By("deleting the leader's Pod " + leader.Name())
+		Expect(hubClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: leader.Name()}})).To(Succeed())
+		Eventually(func() bool { return standby.IsLeader(ctx) }).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			var d appsv1.Deployment
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release}, &d)).To(Succeed())
+			g.Expect(d.Status.ReadyReplicas).To(Equal(int32(2)))
+			g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(2)))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		By("managing the fleet from the new leader")
+		c := mysqlCluster("handover", "after", []string{"gcp-us-central1"})
+		create(ctx, c)
+		eventuallyReady(ctx, client.ObjectKeyFromObject(c))
+	})
+})
+
+// runSQL runs statements with the database image's client in a Pod of the member, against host, as user with the
+// password from the MySQLCluster's credentials Secret, and returns the Pod's output.
+func runSQL(ctx context.Context, member string, key client.ObjectKey, host, user, passwordKey, sql string) string {
+	cs, err := kubernetes.NewForConfig(members[member].Config)
+	Expect(err).NotTo(HaveOccurred())
+	image := statefulSet(ctx, member, key).Spec.Template.Spec.Containers[0].Image
+	name := "sql-" + rand.String(6)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](999),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "client", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				// The official images' entrypoint passes other commands through; mariadb or mysql, whichever the
+				// image has.
+				Command: []string{"sh", "-c", `client=$(command -v mariadb || command -v mysql)
+exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`},
+				Env: []corev1.EnvVar{
+					{Name: "HOST", Value: host}, {Name: "DB_USER", Value: user}, {Name: "SQL", Value: sql},
+					{Name: "MYSQL_PWD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: key.Name + "-credentials"}, Key: passwordKey}}},
+				},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	_, err = cs.CoreV1().Pods(key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	defer func() {
+		_ = cs.CoreV1().Pods(key.Namespace).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+	}()
+	var phase corev1.PodPhase
+	Eventually(func(g Gomega) corev1.PodPhase {
+		p, err := cs.CoreV1().Pods(key.Namespace).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		phase = p.Status.Phase
+		return phase
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeElementOf(corev1.PodSucceeded, corev1.PodFailed), member)
+	logs, err := cs.CoreV1().Pods(key.Namespace).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(phase).To(Equal(corev1.PodSucceeded), "the client in %s said: %s", member, logs)
+	return strings.TrimSpace(string(logs))
+}
