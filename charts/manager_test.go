@@ -57,8 +57,13 @@ func TestChartArgsAreManagerDefaults(t *testing.T) {
 		g.Expect(ok).To(BeTrue(), "%s: the chart passes flags as --name=value", arg)
 		f, ok := flags[name]
 		g.Expect(ok).To(BeTrue(), "%s is not a flag of the manager", arg)
-		if name == "namespace" {
+		switch name {
+		case "namespace":
 			continue // the release namespace, deliberately
+		case "runner-image":
+			// The chart's own image, deliberately: the backup runner must match the manager.
+			g.Expect(value).To(Equal("mysqlfleet/manager:0.1.0"))
+			continue
 		}
 		g.Expect(sameValue(f.typ, value, f.def)).To(BeTrue(), "%s: the manager's default is %q", arg, f.def)
 	}
