@@ -28,9 +28,9 @@ import (
 
 // jobOutcome is what one finished backup or restore Pod says.
 type jobOutcome struct {
-	pod    string
-	job    string
-	ended  metav1.Time
+	pod      string
+	job      string
+	ended    metav1.Time
 	backup   *v1alpha1.BackupRecord
 	retained []v1alpha1.BackupRecord
 	reason   string // why it failed; empty with a backup
