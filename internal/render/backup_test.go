@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -85,20 +84,6 @@ func (e scriptEnv) run(shell string, ctr corev1ac.ContainerApplyConfiguration, e
 	cmd.Env = append(cmd.Env, extra...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-func listDir(t *testing.T, dir string) []string {
-	t.Helper()
-	var names []string
-	entries, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	return names
 }
 
 func TestBackupCronJob(t *testing.T) {
