@@ -269,7 +269,7 @@ func TestMySQLScriptsRun(t *testing.T) {
 			cmd.Env = []string{"PATH=" + e.bin + ":/usr/bin:/bin", "MYSQL_ROOT_PASSWORD=" + rootPassword}
 			b, err := cmd.CombinedOutput()
 			g.Expect(err).NotTo(HaveOccurred(), string(b))
-			g.Expect(string(b)).To(Equal(rootPassword + " --user=root --host=127.0.0.1 --connect-timeout=3 ping\n"))
+			g.Expect(string(b)).To(Equal(rootPassword + " --user=root --host=127.0.0.1 --connect-timeout=3 status\n"))
 		})
 	}
 }

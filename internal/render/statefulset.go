@@ -53,10 +53,12 @@ exec docker-entrypoint.sh ` + server + ` --server-id="$((1000 + ordinal))" --rep
 
 // readinessScript asks the server itself, over TCP: during first start the entrypoint runs a temporary server
 // without networking, and a socket ping would report that server ready. It logs in as root (the password comes
-// from the container's environment, never from the Pod spec) so that probes do not fill the error log with
-// denied logins.
+// from the container's environment, never from the Pod spec) with status, which needs the login to succeed:
+// ping exits 0 even when the login is refused, and a server that refuses its own root is not ready. Whether
+// a ready server serves as primary or replica is the member controller's role label, which the Services
+// select on.
 func readinessScript(admin string) string {
-	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=127.0.0.1 --connect-timeout=3 ping`
+	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=127.0.0.1 --connect-timeout=3 status`
 }
 
 func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *appsv1ac.StatefulSetApplyConfiguration {
