@@ -88,9 +88,10 @@ helm-lint: ## Lint and render the chart with the pinned helm (go test ./charts/.
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager, the CLI and the backup runner into ./bin.
+build: ## Build the manager, the CLI, the member controller and the backup runner into ./bin.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet-member ./cmd/member
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/mysqlfleet-backup ./cmd/backup
 
 .PHONY: run
