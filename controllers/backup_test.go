@@ -258,6 +258,33 @@ func TestBackupAndRestoreOnRealServers(t *testing.T) {
 		})
 	}
 
+	t.Run("a restore that fails leaves the cluster not Ready, with the reason", func(t *testing.T) {
+		g := NewWithT(t)
+		dst := newCluster(ns, "dst-missing", func(c *v1alpha1.MySQLCluster) {
+			c.Spec.Engine, c.Spec.Version, c.Spec.Replicas = v1alpha1.EngineMariaDB, "10.11", 1
+			c.Spec.Placement.Members = []string{aws}
+			c.Spec.Restore = &v1alpha1.Restore{Source: v1alpha1.RestoreSource{Cluster: "src"},
+				Backup: "20200101T000000000Z"}
+		})
+		create(t, dst)
+		dstKey := client.ObjectKeyFromObject(dst)
+		backedSet(t, g, servers, aws, dst)
+		g.Eventually(func() *v1alpha1.MemberRestore {
+			if ms := memberStatus(get(g, dstKey), aws); ms != nil {
+				return ms.Restore
+			}
+			return nil
+		}, 2*time.Minute, 250*time.Millisecond).Should(And(Not(BeNil()),
+			HaveField("Phase", v1alpha1.RestoreFailed), HaveField("Reason", ContainSubstring("20200101T000000000Z"))))
+		got := get(g, dstKey)
+		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseDegraded))
+		g.Expect(condition(got, v1alpha1.ConditionReady)).To(Equal(metav1.ConditionFalse))
+		// Nothing was made writable over the half-loaded server.
+		g.Expect(memberStatus(got, aws).Replication.Primary).To(BeEmpty())
+		g.Expect(hub.Delete(ctx, got)).To(Succeed())
+		eventuallyGone(g, dstKey)
+	})
+
 	t.Run("a failed backup is reported and does not count", func(t *testing.T) {
 		g := NewWithT(t)
 		before := lastSuccessful(g, srcKey, aws)
