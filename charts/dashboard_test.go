@@ -198,6 +198,25 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 		g.Expect(sample(families, "mysqlfleet_member_reachable", map[string]string{"member": memberName})).To(HaveValue(BeEquivalentTo(1)))
 		g.Expect(sample(families, "leader_election_master_status", map[string]string{"name": "mysqlfleet-manager"})).To(HaveValue(BeEquivalentTo(1)))
 	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed(), "the manager engaged the member and reconciled the MySQLCluster")
+	// The member controller's report on the StatefulSet, as it writes it in the member: the hub reads it and
+	// exports the replication series.
+	memberClient, err := client.New(fleet.Member(memberName).Config, client.Options{Scheme: manager.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	var sts appsv1.StatefulSet
+	g.Expect(memberClient.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts)).To(Succeed())
+	g.Expect(memberClient.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: v1alpha1.ReplicationReportName(sts.Name),
+			Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue,
+				v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent,
+				v1alpha1.ClusterNameLabel:          c.Name, v1alpha1.ClusterNamespaceLabel: c.Namespace},
+			Annotations: map[string]string{v1alpha1.StatefulSetUIDAnnotation: string(sts.UID)}},
+		Data: map[string]string{v1alpha1.ReplicationReportKey: `{"primary":"` + sts.Name + `-0","instances":[{"pod":"` +
+			sts.Name + `-0","role":"primary"}],"decision":{"kind":"Steady"}}`},
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		families = scrape(g, "http://"+addr+"/metrics")
+		g.Expect(families).To(HaveKey("mysqlfleet_member_writable_primary"))
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed(), "the manager read the member controller's report")
 	var exposed []string
 	for name := range families {
 		if !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
