@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -153,7 +154,7 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 	}
 	var departed []fleet.State
 	for _, m := range r.Fleet.Members() {
-		if !placed[m.Name] && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
+		if !placed[m.Name] && m.Owned && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
 			departed = append(departed, m)
 		}
 	}
@@ -225,6 +226,8 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		}
 	}
 	controllerutil.RemoveFinalizer(c, v1alpha1.Finalizer)
+	// Members' finalizers, if replicas once worked sharded: every member was torn down above.
+	c.Finalizers = slices.DeleteFunc(c.Finalizers, isMemberFinalizer)
 	if err := r.Hub.Update(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -114,3 +114,25 @@ func errorReason(err error) string {
 	}
 	return "other"
 }
+
+// reportRows sets, sharded, the writable-primary series of the members this replica reported on (reportPrimaries
+// for some rows only: the others are other replicas' series).
+func reportRows(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus) {
+	for _, m := range rows {
+		l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name, "member": m.Name}
+		if m.Replication == nil {
+			writablePrimary.Delete(l)
+			continue
+		}
+		v := 0.0
+		if m.Replication.Primary != "" {
+			v = 1
+		}
+		writablePrimary.With(l).Set(v)
+	}
+}
+
+// forgetMemberSeries drops the per-MySQLCluster series of a member another replica now reports on.
+func forgetMemberSeries(member string) {
+	writablePrimary.DeletePartialMatch(prometheus.Labels{"member": member})
+}

@@ -65,11 +65,18 @@ type MySQLClusterReconciler struct {
 	// DeletionTimeout is how long deletion waits for unreachable members before the MySQLCluster is released
 	// and their leftovers recorded. Default 5m.
 	DeletionTimeout time.Duration
+	// Sharded divides the work among the manager's replicas (see sharded.go): every replica works in the members
+	// it holds and writes their rows of status.members; the elected leader writes the rest of the status, the
+	// finalizers and the deletion's end. Without it the elected leader does everything.
+	Sharded bool
 
 	// memberChanged wakes the handler that requeues the MySQLClusters on the members in changedMembers.
 	memberChanged  chan event.GenericEvent
 	changedMu      sync.Mutex
 	changedMembers map[string]bool
+	// summaryChanged wakes the summary controller (sharded) after a member change, with summaryMembers.
+	summaryChanged chan event.GenericEvent
+	summaryMembers map[string]bool
 	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
 	// object versions known to hold what mysqlfleet wants, and the applies under way.
 	memory apply.Memory
@@ -89,11 +96,23 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		r.DeletionTimeout = 5 * time.Minute
 	}
 	r.memberChanged = make(chan event.GenericEvent, 1)
-	b := mcbuilder.ControllerManagedBy(mgr).
+	intent := intentChanged()
+	if r.Sharded {
+		// The leader puts a member's finalizer on before its owner may write there; the owner waits for it.
+		intent = predicate.Or(intent, finalizersChanged())
+		if err := r.setupSummary(mgr); err != nil {
+			return err
+		}
+	}
+	everyReplica := mgr
+	if r.Sharded {
+		everyReplica = unelectedManager{mgr}
+	}
+	b := mcbuilder.ControllerManagedBy(everyReplica).
 		Named("mysqlcluster").
 		For(&v1alpha1.MySQLCluster{},
 			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false),
-			mcbuilder.WithPredicates(intentChanged())).
+			mcbuilder.WithPredicates(intent)).
 		// Several MySQLClusters reconcile at once, so that one waiting on a slow member holds up no other.
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			// Reconciles wait on member round trips, not CPU: more of them in flight converge a fleet faster.
@@ -123,7 +142,19 @@ func (r *MySQLClusterReconciler) MemberChanged(member string) {
 		r.changedMembers = map[string]bool{}
 	}
 	r.changedMembers[member] = true
+	if r.Sharded {
+		if r.summaryMembers == nil {
+			r.summaryMembers = map[string]bool{}
+		}
+		r.summaryMembers[member] = true
+	}
 	r.changedMu.Unlock()
+	if r.summaryChanged != nil {
+		select {
+		case r.summaryChanged <- event.GenericEvent{Object: &corev1.Secret{}}:
+		default:
+		}
+	}
 	if r.memberChanged == nil {
 		return // not set up yet: the first wake-up after set-up takes this member too
 	}
@@ -146,6 +177,34 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 	if len(changed) == 0 {
 		return
 	}
+	states := r.requeuePlaced(ctx, changed, q)
+	if states == nil {
+		return
+	}
+	registered := map[string]bool{}
+	for _, st := range states {
+		registered[st.Name] = true
+	}
+	for m := range changed {
+		if !registered[m] {
+			r.memory.ForgetMember(m) // left: what was verified there means nothing any more
+		}
+	}
+	for _, st := range states {
+		if changed[st.Name] && !st.Owned {
+			// Another replica works there now: its series are that replica's to report, and what this one
+			// verified there is of no use until it is handed back.
+			forgetMemberSeries(st.Name)
+			r.memory.ForgetMember(st.Name)
+		}
+	}
+}
+
+// requeuePlaced adds the MySQLClusters placed on any of the changed members to the queue at low priority, and
+// returns the registry it resolved placements against; nil when the MySQLClusters could not be listed (the
+// members are then noted again for a later try).
+func (r *MySQLClusterReconciler) requeuePlaced(ctx context.Context, changed map[string]bool,
+	q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) []fleet.State {
 	var list v1alpha1.MySQLClusterList
 	if err := r.Hub.List(ctx, &list); err != nil {
 		// Keep the members for the next try: a change that requeues nothing would leave status stale.
@@ -155,19 +214,12 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 				r.MemberChanged(m)
 			}
 		})
-		return
+		return nil
 	}
 	states := r.Fleet.Members()
 	facts := make([]placement.Member, 0, len(states))
-	registered := map[string]bool{}
 	for _, st := range states {
 		facts = append(facts, st.Member)
-		registered[st.Name] = true
-	}
-	for m := range changed {
-		if !registered[m] {
-			r.memory.ForgetMember(m) // left: what was verified there means nothing any more
-		}
 	}
 	for i := range list.Items {
 		if c := &list.Items[i]; placedOnAny(c, facts, changed) {
@@ -179,6 +231,7 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 			}
 		}
 	}
+	return states
 }
 
 // placedOnAny tells whether a MySQLCluster is, or was last seen, on one of the members: its status lists one,
@@ -268,6 +321,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	// registered members unknown and deletion would skip them.
 	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
 		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
+	if r.Sharded {
+		return r.reconcileShare(ctx, c)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)

@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -69,8 +71,15 @@ func conflictMessage(refs []v1alpha1.ObjectRef) string {
 // created or scaled: the StatefulSet controller binds an existing claim by name, whoever made it. Claims this
 // MySQLCluster owns pass; claims the adopt annotation names are relabelled as its own (and the adoption
 // returned); any other is a conflict. A converged member costs only cache reads: its claims are all cached with
-// this UID. A claim not in the cache (which holds only what mysqlfleet labels) is looked up on the API server.
+// this UID. A claim not in the cache (which holds only what mysqlfleet labels) is looked up on the API server,
+// unless the StatefulSet is this MySQLCluster's and already as large as the spec asks: then nothing is created
+// or scaled, and its claims were checked when it was.
 func reconcileClaims(ctx context.Context, a apply.Applier, c *v1alpha1.MySQLCluster) (adopted []v1alpha1.ObjectRef, err error) {
+	var sts appsv1.StatefulSet
+	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts); err == nil &&
+		sts.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID) && ptr.Deref(sts.Spec.Replicas, 1) >= c.Spec.Replicas {
+		return nil, nil
+	}
 	var errs []error
 	for _, name := range render.DataVolumeClaimNames(c) {
 		key := client.ObjectKey{Namespace: c.Namespace, Name: name}

@@ -213,9 +213,10 @@ type managerProcess struct {
 	exitErr error
 }
 
-// startManager starts a replica whose output goes to a log file. The kernel kills it if the test binary dies
-// (Pdeathsig), and the test kills it when it ends.
-func startManager(t *testing.T, bin, kubeconfig, name string) *managerProcess {
+// startManager starts a replica whose output goes to a log file, with the leader election flags of this test
+// and any others given. The kernel kills it if the test binary dies (Pdeathsig), and the test kills it when it
+// ends.
+func startManager(t *testing.T, bin, kubeconfig, name string, flags ...string) *managerProcess {
 	t.Helper()
 	p := &managerProcess{name: name, logPath: filepath.Join(t.TempDir(), "manager-"+name+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.logPath)
@@ -236,6 +237,7 @@ func startManager(t *testing.T, bin, kubeconfig, name string) *managerProcess {
 		// V(4) shows every apply, so the logs tell which replica wrote.
 		"--zap-log-level=4",
 	)
+	p.cmd.Args = append(p.cmd.Args, flags...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -381,6 +383,10 @@ func dumpOnFailure(t *testing.T, procs ...*managerProcess) {
 		}
 		for _, p := range procs {
 			data := []byte(p.log())
+			if dir := os.Getenv("MYSQLFLEET_TEST_LOGS"); dir != "" {
+				// Whole logs, for a reader who needs more than the tail.
+				_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+p.name+".log"), data, 0o600)
+			}
 			if len(data) > 30000 {
 				data = data[len(data)-30000:]
 			}

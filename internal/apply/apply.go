@@ -42,11 +42,12 @@ const (
 
 // Applier writes the rendered objects into one member with server-side apply, under one field manager. It
 // first reads the object from the member's cache: when its version is one already verified (or written) for the
-// same desired object, it writes nothing. Otherwise it reads the object from the member's API server, the
-// cache keeping no managedFields and holding only what mysqlfleet labels, and checks that it is this
-// MySQLCluster's (its UID label): an object someone else owns is a conflict and is not written. When the fields
-// mysqlfleet owns already equal the desired configuration, it writes nothing either. So a converged fleet makes no
-// API requests.
+// same desired object, it writes nothing. Otherwise it checks that the object is this MySQLCluster's (its UID
+// label): an object someone else owns is a conflict and is not written. When the fields mysqlfleet owns already
+// equal the desired configuration, it writes nothing either. Both checks read the cached object, which keeps
+// mysqlfleet's managedFields entry; only an object the cache lacks (it holds only what mysqlfleet labels) is read
+// from the member's API server. So a converged fleet makes no API requests, and neither does a manager that
+// checks a converged member it has just started to cache.
 type Applier struct {
 	// Client reads from the member's cache and writes to the member; Reader reads from its API server.
 	Client client.Client
@@ -124,6 +125,16 @@ func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Res
 	return Result{}, fmt.Errorf("no apply support for %T", obj)
 }
 
+// appliedBy tells whether the object carries the field manager's apply entry in managedFields.
+func appliedBy(obj client.Object, manager string) bool {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // named puts the kind and name into an apply's result.
 func named(kind, name string) func(Result, error) (Result, error) {
 	return func(r Result, err error) (Result, error) {
@@ -157,17 +168,21 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	case cached && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
 		return Result{Action: ActionUnchanged}, nil
 	}
-	// The cache keeps no managedFields, so which fields are ours only the object itself says; and it holds only
-	// objects labelled as mysqlfleet's, so an object someone else made with this name is absent from it, and an
-	// apply would take it over. Read it from the API server either way. An object the cache does not have is
-	// mostly one about to be created: that look is served from the API server's watch cache, which costs it no
-	// etcd read.
+	// The member cache keeps mysqlfleet's own apply entry of managedFields (and only that one), so a cached
+	// object says which of its fields are ours: a version not verified yet (after a restart, or in a member this
+	// manager just took over) is checked without a request. The cache holds only objects labelled as
+	// mysqlfleet's, so an object someone else made with this name is absent from it, and an apply would take it
+	// over: that one, and a cached one without our entry, is read from the API server. An object the cache does
+	// not have is mostly one about to be created: that look is served from the API server's watch cache, which
+	// costs it no etcd read.
 	out := Result{Action: ActionCreate}
-	var opts []client.GetOption
-	if !cached {
-		opts = append(opts, FromWatchCache)
+	if !cached || !appliedBy(live, v1alpha1.FieldManager) {
+		var opts []client.GetOption
+		if !cached {
+			opts = append(opts, FromWatchCache)
+		}
+		err = a.Reader.Get(ctx, nn, live, opts...)
 	}
-	err = a.Reader.Get(ctx, nn, live, opts...)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -31,18 +32,26 @@ func memberCacheOptions(namespaces []string) cache.Options {
 }
 
 // trimForCache drops, before a member object enters the cache, what the manager never reads from the cache:
-// managedFields (about a sixth of a cached object's memory) and kubectl's last-applied-configuration annotation,
-// a second copy of the object. The applier needs mysqlfleet's own managedFields entry only when an object's
-// version is one it has not verified yet (written by someone else since, or first seen after a restart), and
-// then reads the object from the member's API server (see controllers' applier).
+// other field managers' managedFields entries and kubectl's last-applied-configuration annotation, a second copy
+// of the object. mysqlfleet's own apply entry stays: it is what the applier compares with the desired object
+// when it meets a version it has not verified yet (written by someone else since, or first seen after a restart
+// or by a replica that took the member over), and with it in the cache that check costs no request.
 func trimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil // not an object (a tombstone): nothing to trim
 	}
 	// Nil-checked: setting nil on an object that has none trips kubernetes/kubernetes#124337.
-	if obj.GetManagedFields() != nil {
-		obj.SetManagedFields(nil)
+	if fields := obj.GetManagedFields(); fields != nil {
+		var own []metav1.ManagedFieldsEntry
+		for _, f := range fields {
+			if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+				own = append(own, f)
+			}
+		}
+		if len(own) != len(fields) {
+			obj.SetManagedFields(own)
+		}
 	}
 	if a := obj.GetAnnotations(); a != nil {
 		if _, ok := a[lastAppliedAnnotation]; ok {

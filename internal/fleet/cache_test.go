@@ -11,7 +11,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 )
 
-func TestTrimForCacheDropsManagedFieldsAndLastApplied(t *testing.T) {
+func TestTrimForCacheKeepsOnlyOwnApplyEntryAndDropsLastApplied(t *testing.T) {
 	g := NewWithT(t)
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{
 		Name: "db", Namespace: "shop",
@@ -19,12 +19,17 @@ func TestTrimForCacheDropsManagedFieldsAndLastApplied(t *testing.T) {
 		ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
 			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+			// mysqlfleet's own patches (claim adoption) are no part of what it applies.
+			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate},
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
 		},
 	}}
 	out, err := trimForCache(sts)
 	g.Expect(err).NotTo(HaveOccurred())
 	got := out.(*appsv1.StatefulSet)
-	g.Expect(got.ManagedFields).To(BeNil())
+	g.Expect(got.ManagedFields).To(Equal([]metav1.ManagedFieldsEntry{
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+	}))
 	g.Expect(got.Annotations).To(Equal(map[string]string{"team": "payments"}))
 }
 

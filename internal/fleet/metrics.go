@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,8 +41,67 @@ var requestWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30},
 }, []string{"member"})
 
+// memberRequests counts the requests the manager sent to each member by what they do, so that a reader (and
+// the sharding tests) can tell the reads of single objects from the lists and watches of the member's cache.
+var memberRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mysqlfleet_member_requests_total",
+	Help: "Requests sent to the member, by verb: get (one object), list, watch, create, update, patch, apply, delete, discovery (no resource).",
+}, []string{"member", "verb"})
+
 func init() {
-	metrics.Registry.MustRegister(memberReachable, memberTokenExpiration, requestConcurrency, requestWait)
+	metrics.Registry.MustRegister(memberReachable, memberTokenExpiration, requestConcurrency, requestWait, memberRequests)
+}
+
+// countRequests wraps a member's transport to count its requests by verb.
+func countRequests(member string) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			memberRequests.WithLabelValues(member, requestVerb(req)).Inc()
+			return rt.RoundTrip(req)
+		})
+	}
+}
+
+// requestVerb names what a request to a resource path does, as the API server's own verbs do: a GET of a path
+// that names an object is a get, of a collection a list or a watch.
+func requestVerb(req *http.Request) string {
+	switch req.Method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodPatch:
+		if strings.HasPrefix(req.Header.Get("Content-Type"), "application/apply-patch") {
+			return "apply"
+		}
+		return "patch"
+	case http.MethodGet:
+	default:
+		return strings.ToLower(req.Method)
+	}
+	if isWatch(req) {
+		return "watch"
+	}
+	// /api/v1/<rest> or /apis/<group>/<version>/<rest>; <rest> is [namespaces/<ns>/]<resource>[/<name>[/<sub>]],
+	// or namespaces/<name> for a Namespace.
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "discovery" // /api, /apis/<group>/<version>, /version and the like: no resource
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) >= 2 {
+		return "get"
+	}
+	return "list"
 }
 
 // reportToken sets the member's token expiry from its registration Secret, or drops it when the Secret has no
@@ -62,6 +123,11 @@ func (m *member) usable() bool {
 // report sets a member's gauge from its verdict; every change of cl, err or factErr is followed by a report.
 // Callers hold p.mu, so that two changes cannot report in the opposite order.
 func (p *Provider) report(name string, m *member) {
+	if !p.holds(name) {
+		// Another replica works in the member and reports on it; a 0 from here would read as unreachable.
+		memberReachable.DeleteLabelValues(name)
+		return
+	}
 	v := 0.0
 	if m.usable() {
 		v = 1
@@ -76,4 +142,5 @@ func forget(name string) {
 	memberTokenExpiration.DeleteLabelValues(name)
 	requestConcurrency.DeleteLabelValues(name)
 	requestWait.DeleteLabelValues(name)
+	memberRequests.DeletePartialMatch(prometheus.Labels{"member": name})
 }

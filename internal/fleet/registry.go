@@ -59,14 +59,12 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	var secret corev1.Secret
 	if err := p.hub.Get(ctx, req.NamespacedName, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			p.remove(name, log, "registration Secret deleted")
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, p.remove(ctx, name, log, "registration Secret deleted")
 		}
 		return ctrl.Result{}, err
 	}
 	if !secret.DeletionTimestamp.IsZero() || secret.Labels[v1alpha1.MemberSecretLabel] != "true" {
-		p.remove(name, log, "registration withdrawn")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, p.remove(ctx, name, log, "registration withdrawn")
 	}
 
 	reportToken(name, &secret)
@@ -91,10 +89,32 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	sameConfig := m.hash == hashStr && m.cl != nil
 	p.report(name, m)
 	p.mu.Unlock()
+	defer p.markAttempted(name)
+	if p.opts.Shard != nil {
+		if !exists {
+			p.shareMembers()
+		}
+		if held, err := p.claim(ctx, name); !held {
+			// Another replica works there: only the facts matter here (placement), and what this replica may
+			// still run in the member stops.
+			p.letGo(ctx, name, log)
+			if factsChanged {
+				p.changed(name)
+			}
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if p.opts.Shard.Owns(name) {
+				// Its claim is still held by the replica that owned it before; that one gives it back once it sees
+				// the change, which wakes this, and this retry covers a wake-up that did not come.
+				return ctrl.Result{RequeueAfter: initialBackoff}, nil
+			}
+			return ctrl.Result{}, nil
+		}
+	}
 	if factErr != nil {
 		p.event(&secret, corev1.EventTypeWarning, "InvalidRegistration", factErr.Error())
 	}
-	defer p.markAttempted(name)
 	if sameConfig {
 		if factsChanged {
 			p.changed(name)
@@ -143,6 +163,7 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 	// waiting for a slot has not been sent, so the member cannot be blamed for it.
 	tr := &traffic{}
 	clusterCfg := rest.CopyConfig(cfg)
+	clusterCfg.Wrap(countRequests(name))
 	clusterCfg.Wrap(tr.wrap)
 	clusterCfg.Wrap(limit.wrap)
 	cl, err := p.newCluster(clusterCfg, func(o *cluster.Options) {
@@ -295,7 +316,7 @@ func (p *Provider) disengage(name string) {
 	}
 }
 
-func (p *Provider) remove(name string, log logr.Logger, why string) {
+func (p *Provider) remove(ctx context.Context, name string, log logr.Logger, why string) error {
 	p.mu.Lock()
 	m, ok := p.members[name]
 	if ok {
@@ -307,10 +328,58 @@ func (p *Provider) remove(name string, log logr.Logger, why string) {
 		forget(name)
 	}
 	p.mu.Unlock()
-	if ok {
-		log.Info("Member removed", "reason", why)
-		p.changed(name)
+	if !ok {
+		return nil
 	}
+	log.Info("Member removed", "reason", why)
+	p.changed(name)
+	if p.opts.Shard != nil {
+		p.shareMembers()
+		return p.opts.Shard.Forget(ctx, name)
+	}
+	return nil
+}
+
+// shareMembers tells the shard every registered member: who owns what depends on all of them.
+func (p *Provider) shareMembers() {
+	p.mu.RLock()
+	names := make([]string, 0, len(p.members))
+	for name := range p.members {
+		names = append(names, name)
+	}
+	p.mu.RUnlock()
+	p.opts.Shard.SetMembers(names)
+}
+
+// claim tells whether this replica holds the member's claim, taking it when the member is now this replica's.
+func (p *Provider) claim(ctx context.Context, name string) (bool, error) {
+	sh := p.opts.Shard
+	if !sh.Owns(name) {
+		return false, nil
+	}
+	return sh.Acquire(ctx, name)
+}
+
+// letGo stops this replica's work in a member another replica owns, then gives the claim back (if held), so that
+// the new owner starts only once this one stopped.
+func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
+	p.mu.RLock()
+	engaged := p.members[name] != nil && p.members[name].cancel != nil
+	p.mu.RUnlock()
+	p.disengage(name)
+	if p.opts.Shard.Holds(name) || engaged {
+		if err := p.opts.Shard.Release(ctx, name); err != nil {
+			log.Error(err, "Giving back the member's claim")
+		} else {
+			log.Info("Member handed over")
+		}
+	}
+	p.mu.Lock()
+	if m := p.members[name]; m != nil {
+		m.err, m.backoff, m.engagedAt = nil, 0, time.Time{}
+		p.report(name, m)
+	}
+	p.mu.Unlock()
 }
 
 func equalMember(a, b placement.Member) bool {

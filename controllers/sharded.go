@@ -1,0 +1,294 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	v1alpha1ac "github.com/mysqlfleet/mysqlfleet/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+)
+
+// Sharded, the manager's replicas divide the members among them (internal/fleet/shard) and share each
+// MySQLCluster's status:
+//
+//   - every replica reconciles every MySQLCluster, but only in the members whose claims it holds, and writes
+//     those members' rows of status.members with server-side apply, each row under a field manager named after
+//     its member (memberFieldManager), whichever replica writes it. A field manager per replica would leave a
+//     row's fields with the replica that wrote them last before it died: the next owner's apply could then not
+//     remove a field it no longer sets (a lastError, a condition), since the dead replica would still own it.
+//     Named after the member, a row is always applied by the same manager, as one writer would apply it;
+//   - the elected leader (the Lease of --leader-election-id) alone writes the rest of the status, computed from
+//     the rows (summary.go), under the field manager mysqlfleet, and removes the rows of members no longer
+//     placed; it also writes the finalizers and ends deletions.
+//
+// A member's objects are written only once the MySQLCluster carries the member's finalizer
+// (memberFinalizerPrefix + member), which the leader puts on when it first places the MySQLCluster there and
+// which stays while anything of it may remain there (its volumes stay in a member it left). On deletion each
+// owner tears down in its members and takes their finalizers off; the leader then removes its own. So deletion
+// waits for exactly the members that may hold something, whichever replica works in them.
+
+// memberFinalizerPrefix starts a member's finalizer on a MySQLCluster; the member's name follows.
+const memberFinalizerPrefix = "member.mysqlfleet.io/"
+
+func memberFinalizer(member string) string { return memberFinalizerPrefix + member }
+
+func isMemberFinalizer(f string) bool { return strings.HasPrefix(f, memberFinalizerPrefix) }
+
+// memberFieldManager is the field manager of a member's row in status.members.
+func memberFieldManager(member string) string { return v1alpha1.FieldManager + "/member/" + member }
+
+// finalizersChanged passes updates whose finalizers changed: a member's finalizer is what an owner waits for.
+func finalizersChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// unelectedManager adds runnables that run on every replica, elected or not. multicluster-runtime's controllers
+// (v0.24.1) do not pass controller-runtime's NeedLeaderElection option on: the runnable the manager sees does
+// not implement NeedLeaderElection, so the manager would run it on the leader only.
+type unelectedManager struct{ mcmanager.Manager }
+
+func (m unelectedManager) Add(r mcmanager.Runnable) error { return m.Manager.Add(unelected{r}) }
+
+// unelected is a runnable that runs whether or not its replica leads.
+type unelected struct{ mcmanager.Runnable }
+
+func (unelected) NeedLeaderElection() bool { return false }
+
+// reconcileShare is one replica's pass over a MySQLCluster, sharded: the members it holds, their rows.
+func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
+	if !c.DeletionTimestamp.IsZero() {
+		return r.deleteShare(ctx, c)
+	}
+	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	r.resolvePlacement(s)
+	placed := s.placed
+	s.placed = nil
+	waiting := false
+	for _, m := range placed {
+		switch {
+		case !m.Owned:
+		case !slices.Contains(c.Finalizers, memberFinalizer(m.Name)):
+			waiting = true // the leader puts it on; the change brings this back
+		default:
+			s.placed = append(s.placed, m)
+		}
+	}
+	if len(s.placed) > 0 && c.Spec.Restore != nil && c.Status.RestoredFrom == nil {
+		// Where to restore from is decided once, by the leader, and kept in status: every member's restore Job
+		// must use the same backups.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if len(s.placed) > 0 {
+		r.resolveRestore(ctx, s)
+		if err := r.reconcileCredentials(ctx, s); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil // another replica made them first
+			}
+			return ctrl.Result{}, err
+		}
+		r.reconcileMembers(ctx, s)
+	}
+	r.reconcileDeparted(ctx, s)
+	if err := r.applyRows(ctx, c, s.before, s.members); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.emitRowEvents(s)
+	reportRows(c, s.members)
+	if s.retry {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	if waiting {
+		ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the leader to put the members' finalizers on")
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyRows writes each row that differs from the hub's, each under its member's field manager, all at once.
+func (r *MySQLClusterReconciler) applyRows(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus,
+	rows []v1alpha1.MemberStatus) error {
+	errs := make([]error, len(rows))
+	var wg sync.WaitGroup
+	for i := range rows {
+		if was := findRow(before, rows[i].Name); was != nil && equality.Semantic.DeepEqual(*was, rows[i]) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.applyRow(ctx, c, rows[i].Name, &rows[i])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// applyRow applies one member's row, or with a nil row removes it (an apply that sets nothing drops what the
+// member's field manager owned). The UID makes it fail on a MySQLCluster recreated under the same name.
+func (r *MySQLClusterReconciler) applyRow(ctx context.Context, c *v1alpha1.MySQLCluster, member string, row *v1alpha1.MemberStatus) error {
+	ac := v1alpha1ac.MySQLCluster(c.Name, c.Namespace).WithUID(c.UID)
+	if row != nil {
+		rowAC, err := rowApplyConfiguration(row)
+		if err != nil {
+			return err
+		}
+		ac.WithStatus(v1alpha1ac.MySQLClusterStatus().WithMembers(rowAC))
+	}
+	err := r.Hub.Status().Apply(ctx, ac, client.FieldOwner(memberFieldManager(member)), client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to write the status of member %s in %s/%s: %w", member, c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// rowApplyConfiguration is the apply configuration of a computed row: every field it has, as JSON has them.
+func rowApplyConfiguration(row *v1alpha1.MemberStatus) (*v1alpha1ac.MemberStatusApplyConfiguration, error) {
+	data, err := json.Marshal(row)
+	if err != nil {
+		return nil, err
+	}
+	ac := &v1alpha1ac.MemberStatusApplyConfiguration{}
+	if err := json.Unmarshal(data, ac); err != nil {
+		return nil, err
+	}
+	return ac, nil
+}
+
+// findRow is a member's row in a status, nil if it has none.
+func findRow(st *v1alpha1.MySQLClusterStatus, member string) *v1alpha1.MemberStatus {
+	for i := range st.Members {
+		if st.Members[i].Name == member {
+			return &st.Members[i]
+		}
+	}
+	return nil
+}
+
+// emitRowEvents records the changes of primary this replica read in its members (emitReplicationEvents over its
+// rows only: the other rows are other replicas' news).
+func (r *MySQLClusterReconciler) emitRowEvents(s *scope) {
+	view := *s
+	cluster := *s.cluster
+	cluster.Status.Members = s.members
+	view.cluster = &cluster
+	r.emitReplicationEvents(&view)
+}
+
+// deleteShare tears the MySQLCluster down in the members this replica holds that still carry its finalizer, and
+// takes the finalizer off each member that is done. The leader ends the deletion once no member's finalizer is
+// left, or when it gives up on them (deletion timeout, force-detach).
+func (r *MySQLClusterReconciler) deleteShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
+	var states []fleet.State
+	var done []string
+	for _, m := range r.Fleet.Members() {
+		if !m.Owned || !slices.Contains(c.Finalizers, memberFinalizer(m.Name)) {
+			continue
+		}
+		if !m.AllowsNamespace(c.Namespace) {
+			done = append(done, m.Name) // its credential cannot have put anything there
+			continue
+		}
+		states = append(states, m)
+	}
+	if len(states)+len(done) == 0 {
+		return ctrl.Result{}, nil
+	}
+	var pending, unreachable []string
+	for _, res := range r.teardownMembers(ctx, c, states, c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete) {
+		switch {
+		case res.done:
+			done = append(done, res.member)
+		case res.unreachable:
+			unreachable = append(unreachable, res.member)
+		default:
+			if res.err != nil {
+				ctrl.LoggerFrom(ctx).Error(res.err, "Deleting member objects", "member", res.member)
+			}
+			pending = append(pending, res.member)
+		}
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleting from members", "done", done, "pending", pending, "unreachable", unreachable)
+	if err := removeFinalizers(ctx, r.Hub, c, done...); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case len(pending) > 0:
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	case len(unreachable) > 0:
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// removeFinalizers takes the members' finalizers off the MySQLCluster with a JSON patch that tests each entry
+// before removing it: replicas take theirs off at the same time, and a test that fails (an index moved) is
+// retried on a fresh read, where an update would fail on every other replica's change.
+func removeFinalizers(ctx context.Context, hub client.Client, c *v1alpha1.MySQLCluster, members ...string) error {
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = memberFinalizer(m)
+	}
+	return removeFinalizer(ctx, hub, c, names...)
+}
+
+// removeFinalizer takes finalizers off the MySQLCluster, as removeFinalizers does.
+func removeFinalizer(ctx context.Context, hub client.Client, c *v1alpha1.MySQLCluster, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	drop := map[string]bool{}
+	for _, f := range names {
+		drop[f] = true
+	}
+	obj := c.DeepCopy()
+	for attempt := 0; ; attempt++ {
+		var ops []map[string]any
+		for i := len(obj.Finalizers) - 1; i >= 0; i-- {
+			if f := obj.Finalizers[i]; drop[f] {
+				path := fmt.Sprintf("/metadata/finalizers/%d", i)
+				ops = append(ops, map[string]any{"op": "test", "path": path, "value": f}, map[string]any{"op": "remove", "path": path})
+			}
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		err = hub.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsInvalid(err) || attempt == 2:
+			return fmt.Errorf("failed to remove finalizers %s from %s/%s: %w", strings.Join(names, ", "),
+				c.Namespace, c.Name, err)
+		}
+		// A test failed: read the finalizers as they are now.
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(c), obj); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	v1alpha1ac "github.com/mysqlfleet/mysqlfleet/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
+)
+
+// setupSummary registers, sharded, the controller that runs on the elected leader only: it computes each
+// MySQLCluster's summary from the rows the replicas wrote, removes the rows of members no longer placed, puts the
+// finalizers on and ends deletions. It never talks to a member.
+func (r *MySQLClusterReconciler) setupSummary(mgr mcmanager.Manager) error {
+	r.summaryChanged = make(chan event.GenericEvent, 1)
+	return mcbuilder.ControllerManagedBy(mgr).
+		Named("mysqlcluster-status").
+		For(&v1alpha1.MySQLCluster{},
+			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false),
+			mcbuilder.WithPredicates(predicate.Or(intentChanged(), finalizersChanged(), rowsChanged()))).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: 8,
+			SkipNameValidation:      mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
+		}).
+		WatchesRawSource(source.TypedChannel(r.summaryChanged, handler.TypedFuncs[client.Object, mcreconcile.Request]{
+			GenericFunc: r.requeueSummaries,
+		})).
+		Complete(mcreconcile.Func(r.reconcileSummary))
+}
+
+// rowsChanged passes updates that changed status.members: a replica wrote one of its rows.
+func rowsChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(*v1alpha1.MySQLCluster)
+			after, ok2 := e.ObjectNew.(*v1alpha1.MySQLCluster)
+			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(before.Status.Members, after.Status.Members)
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// requeueSummaries requeues the MySQLClusters on the members that changed (registered, left, changed facts):
+// their placement, hence their summary, may have changed.
+func (r *MySQLClusterReconciler) requeueSummaries(ctx context.Context, _ event.TypedGenericEvent[client.Object],
+	q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+	r.changedMu.Lock()
+	changed := r.summaryMembers
+	r.summaryMembers = nil
+	r.changedMu.Unlock()
+	if len(changed) > 0 {
+		r.requeuePlaced(ctx, changed, q)
+	}
+}
+
+// reconcileSummary is the leader's pass over a MySQLCluster, sharded.
+func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if req.ClusterName != multicluster.ClusterName("") {
+		return ctrl.Result{}, nil
+	}
+	c := &v1alpha1.MySQLCluster{}
+	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return r.finishShare(ctx, c)
+	}
+	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	r.resolvePlacement(s)
+	if err := r.putFinalizers(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.resolveRestore(ctx, s)
+	if s.restoreErr != nil && !errors.Is(s.restoreErr, render.ErrInvalid) {
+		return ctrl.Result{}, s.restoreErr // the hub did not answer: nothing to say yet
+	}
+	s.members, s.specErr = r.rowsOf(s)
+	s.computeStatus()
+	if !rowsCurrent(s.members, c.Generation) {
+		// A row from an earlier generation is the member's last word, not its verdict on this one.
+		c.Status.ObservedGeneration = s.before.ObservedGeneration
+	}
+	c.Status.Members = s.before.Members // the rows are their owners' to write
+	if err := r.dropRows(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applySummary(ctx, c, s.before); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.emitTransitions(s)
+	reportPhase(c, c.Status.Phase)
+	if !s.lookAgain.IsZero() {
+		return ctrl.Result{RequeueAfter: time.Until(s.lookAgain) + time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// rowsOf lines up the rows of the placed members, in placement order, with a placeholder for a member whose
+// owner has not written its row yet (it counts as progressing), and finds a spec error a row or the spec itself
+// reports.
+func (r *MySQLClusterReconciler) rowsOf(s *scope) ([]v1alpha1.MemberStatus, error) {
+	c := s.cluster
+	var specErr error
+	if s.restoreErr != nil {
+		specErr = s.restoreErr
+	}
+	rows := make([]v1alpha1.MemberStatus, 0, len(s.placed))
+	for _, m := range s.placed {
+		row := findRow(s.before, m.Name)
+		if row == nil {
+			rows = append(rows, v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas})
+			continue
+		}
+		rows = append(rows, *row.DeepCopy())
+		if specErr != nil {
+			continue
+		}
+		if _, err := render.BackupSchedule(c, m.Name); err != nil {
+			specErr = err
+			continue
+		}
+		applied := meta.FindStatusCondition(row.Conditions, v1alpha1.MemberConditionApplied)
+		if applied != nil && applied.ObservedGeneration == c.Generation && applied.Reason == v1alpha1.ReasonInvalidSpec {
+			specErr = fmt.Errorf("%w: %s", render.ErrInvalid, applied.Message)
+		}
+	}
+	return rows, specErr
+}
+
+// rowsCurrent tells whether every row's Applied condition is about this generation.
+func rowsCurrent(rows []v1alpha1.MemberStatus, generation int64) bool {
+	for _, m := range rows {
+		applied := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionApplied)
+		if applied == nil || applied.ObservedGeneration != generation {
+			return false
+		}
+	}
+	return true
+}
+
+// dropRows removes the rows of members the MySQLCluster is no longer placed on (or that left the registry):
+// an apply that sets nothing under the member's field manager.
+func (r *MySQLClusterReconciler) dropRows(ctx context.Context, s *scope) error {
+	placed := map[string]bool{}
+	for _, m := range s.placed {
+		placed[m.Name] = true
+	}
+	var errs []error
+	for _, row := range s.before.Members {
+		if !placed[row.Name] {
+			errs = append(errs, r.applyRow(ctx, s.cluster, row.Name, nil))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// applySummary writes the status fields other than the rows, under the field manager mysqlfleet, when they
+// changed.
+func (r *MySQLClusterReconciler) applySummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
+	want, was := c.Status.DeepCopy(), before.DeepCopy()
+	want.Members, was.Members = nil, nil
+	if equality.Semantic.DeepEqual(want, was) {
+		return nil
+	}
+	data, err := json.Marshal(want)
+	if err != nil {
+		return err
+	}
+	st := &v1alpha1ac.MySQLClusterStatusApplyConfiguration{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return err
+	}
+	ac := v1alpha1ac.MySQLCluster(c.Name, c.Namespace).WithUID(c.UID).WithStatus(st)
+	if err := r.Hub.Status().Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// putFinalizers puts on the MySQLCluster's own finalizer and a finalizer for each member it is placed on, before
+// any replica writes there. Finalizers are a set: an apply under mysqlfleet adds what is missing and keeps what
+// is there (a member it left keeps its finalizer while its volumes stay there). A MySQLCluster made before the
+// replicas were sharded carries none of the members' finalizers yet, but may have objects in any member that
+// allows its namespace: those get one each, and their owners take it off at deletion once they find nothing.
+func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) error {
+	c := s.cluster
+	want := slices.Clone(c.Finalizers)
+	add := func(f string) {
+		if !slices.Contains(want, f) {
+			want = append(want, f)
+		}
+	}
+	legacy := controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) && !slices.ContainsFunc(c.Finalizers, isMemberFinalizer) &&
+		!appliedStatus(c)
+	add(v1alpha1.Finalizer)
+	for _, m := range s.placed {
+		add(memberFinalizer(m.Name))
+	}
+	if legacy {
+		for _, m := range r.Fleet.Members() {
+			if m.AllowsNamespace(c.Namespace) {
+				add(memberFinalizer(m.Name))
+			}
+		}
+	}
+	if len(want) == len(c.Finalizers) {
+		return nil
+	}
+	var ours []string
+	for _, f := range want {
+		if f == v1alpha1.Finalizer || isMemberFinalizer(f) {
+			ours = append(ours, f)
+		}
+	}
+	ac := v1alpha1ac.MySQLCluster(c.Name, c.Namespace).WithUID(c.UID).WithFinalizers(ours...)
+	if err := r.Hub.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to put finalizers on %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	c.Finalizers = want
+	return nil
+}
+
+// appliedStatus tells whether the leader of sharded replicas has written this MySQLCluster's status.
+func appliedStatus(c *v1alpha1.MySQLCluster) bool {
+	for _, f := range c.ManagedFields {
+		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "status" {
+			return true
+		}
+	}
+	return false
+}
+
+// finishShare ends a deletion, sharded: once every member's finalizer is off (each owner takes its members' off
+// when they are torn down), or when the deletion timeout or force-detach gives up on those left, it removes the
+// MySQLCluster's own finalizer. Members no longer registered cannot be reached: their finalizers go at once, as
+// unsharded deletion does not wait for them either.
+func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	reportPhase(c, v1alpha1.PhaseDeleting)
+	before := c.Status.DeepCopy()
+	c.Status.Phase = v1alpha1.PhaseDeleting
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonDeleting, Message: "deleting from members", ObservedGeneration: c.Generation})
+	if err := r.applySummary(ctx, c, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	registered := map[string]bool{}
+	for _, m := range r.Fleet.Members() {
+		registered[m.Name] = true
+	}
+	var left, drop []string
+	for _, f := range c.Finalizers {
+		if m, ok := strings.CutPrefix(f, memberFinalizerPrefix); ok {
+			if registered[m] {
+				left = append(left, m)
+			} else {
+				drop = append(drop, m)
+			}
+		}
+	}
+	waited := time.Since(c.DeletionTimestamp.Time)
+	release := waited >= r.DeletionTimeout || c.Annotations[v1alpha1.ForceDetachAnnotation] == "true"
+	if release && len(left) > 0 {
+		sort.Strings(left)
+		msg := fmt.Sprintf("released after %s without finishing in members %s: their objects for this database remain there",
+			waited.Round(time.Second), strings.Join(left, ", "))
+		ctrl.LoggerFrom(ctx).Info("Released MySQLCluster with leftovers in members", "members", left)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "LeftoversInUnreachableMembers", "Delete", "%s", msg)
+		}
+		drop, left = append(drop, left...), nil
+	}
+	if err := removeFinalizers(ctx, r.Hub, c, drop...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(left) > 0 {
+		return ctrl.Result{RequeueAfter: min(retryAfter, r.DeletionTimeout-waited)}, nil
+	}
+	if c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: credentialsSecretName(c)}}
+		if err := r.Hub.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := removeFinalizer(ctx, r.Hub, c, v1alpha1.Finalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	forgetPhase(client.ObjectKeyFromObject(c))
+	forgetPrimaries(client.ObjectKeyFromObject(c))
+	return ctrl.Result{}, nil
+}
