@@ -213,7 +213,7 @@ func TestSharding(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) { expectStatus(g, hub, key, names, got.Generation) }).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
 	for _, name := range names {
-		g.Expect(apiserverCount(g, memberAPI[name], "APPLY", "statefulsets") - applies[name]).To(BeEquivalentTo(1),
+		g.Expect(apiserverCount(g, memberAPI[name], "APPLY", "statefulsets")-applies[name]).To(BeEquivalentTo(1),
 			"the StatefulSet in %s was applied once", name)
 	}
 	g.Expect(rows.stop()).To(BeEmpty(), "rows missing from the status while replicas came and went")
@@ -354,7 +354,7 @@ func countOf(owners map[string]string, id string) int {
 func statusManagers(c *v1alpha1.MySQLCluster, field string) []string {
 	var out []string
 	for _, f := range c.ManagedFields {
-		if f.Subresource == "status" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), field) {
+		if f.Subresource == "status" && f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), field) {
 			out = append(out, f.Manager)
 		}
 	}

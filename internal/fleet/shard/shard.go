@@ -45,8 +45,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -125,7 +125,7 @@ func New(opts Options) (*Shard, error) {
 	if opts.Namespace == "" || opts.Prefix == "" || opts.Identity == "" {
 		return nil, errors.New("shard: namespace, prefix and identity are required")
 	}
-	if !(opts.LeaseDuration > opts.RenewDeadline && opts.RenewDeadline > opts.RetryPeriod && opts.RetryPeriod > 0) {
+	if opts.LeaseDuration <= opts.RenewDeadline || opts.RenewDeadline <= opts.RetryPeriod || opts.RetryPeriod <= 0 {
 		return nil, fmt.Errorf("shard: need lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
 			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod)
 	}
@@ -311,7 +311,7 @@ func (s *Shard) observe(o any, deleted bool) {
 		if !deleted {
 			holder = ptr.Deref(l.Spec.HolderIdentity, "")
 		}
-		if s.held[member] && holder != s.opts.Identity && !(deleted && before == nil) {
+		if s.held[member] && holder != s.opts.Identity {
 			// Someone else holds it now (it took us for dead), or it is gone: stop at once.
 			s.log.Info("Claim lost", "member", member, "holder", holder)
 			delete(s.held, member)
