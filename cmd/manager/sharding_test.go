@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +55,9 @@ func shardMembers() []clusters.Definition {
 // member's field manager, and that a converged fleet makes no writes; that a fourth replica takes only its share,
 // and takes it over from its predecessors' caches' work without a write or a read of a single object; that when a
 // replica is killed outright its members are taken over by the others, no row of the status goes missing on the
-// way, and a change made afterwards reaches every member through its new owner exactly once.
+// way, and a change made afterwards reaches every member through its new owner exactly once; that a replica
+// stopped with SIGTERM gives its members back rather than leaving them to expire; and that deletion is finished
+// by the replicas together.
 func TestSharding(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -217,6 +220,47 @@ func TestSharding(t *testing.T) {
 			"the StatefulSet in %s was applied once", name)
 	}
 	g.Expect(rows.stop()).To(BeEmpty(), "rows missing from the status while replicas came and went")
+
+	// SIGTERM: the replica stops its work, gives its claims back and releases its peer Lease, so that the others
+	// take its members over without waiting for the Lease to expire.
+	stopping := ""
+	for id := range procs {
+		if stopping == "" || countOf(final, id) > countOf(final, stopping) || countOf(final, id) == countOf(final, stopping) && id < stopping {
+			stopping = id
+		}
+	}
+	procs[stopping].signal(t, syscall.SIGTERM)
+	g.Eventually(procs[stopping].done).WithTimeout(timeout).Should(BeClosed())
+	g.Expect(procs[stopping].exitErr).NotTo(HaveOccurred(), "a replica stops cleanly on SIGTERM")
+	delete(procs, stopping)
+	live = slices.DeleteFunc(live, func(id string) bool { return id == stopping })
+	last := shard.Assign(names, live)
+	g.Eventually(func() map[string]string { return claims(g, hub) }).WithTimeout(timeout).WithPolling(polling).Should(Equal(last))
+	var peer coordinationv1.Lease
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: mgrNamespace, Name: shard.PeerLeaseName("mysqlfleet-manager", stopping)}, &peer)).
+		To(MatchError(ContainSubstring("not found")), "the stopped replica's peer Lease is gone")
+	for _, name := range names {
+		if final[name] == stopping {
+			g.Expect(procs[last[name]].log()).To(ContainSubstring(fmt.Sprintf(`"msg":"Claimed member","identity":%q,"member":%q,"from":""`, last[name], name)),
+				"%s took %s as given back, not from a replica it found dead", last[name], name)
+		}
+	}
+
+	// Deletion: every owner tears down in its members and takes their finalizers off; the leader ends it.
+	g.Expect(hub.Delete(ctx, &got)).To(Succeed())
+	g.Eventually(func() error { return hub.Get(ctx, key, &got) }).WithTimeout(timeout).WithPolling(polling).
+		Should(MatchError(ContainSubstring("not found")), "the MySQLCluster is deleted")
+	for _, name := range names {
+		var list appsv1.StatefulSetList
+		g.Expect(fleetClient(g, fleet.Member(name).Config).List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty(), "the StatefulSet is gone from %s", name)
+	}
+}
+
+func fleetClient(g Gomega, cfg *rest.Config) client.Client {
+	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	return cl
 }
 
 // expectStatus checks the MySQLCluster's status as sharded replicas write it: a row for every member, each about
