@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
 	"github.com/mysqlfleet/mysqlfleet/internal/cli"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
@@ -783,8 +785,8 @@ current-context: c
 	t.Logf("members:\n%s%s", out.String(), errOut.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	g.Expect(lines).To(HaveLen(4))
-	g.Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "CLOUD", "REGION", "REACHABLE", "VERSION", "PLACED"}))
-	g.Expect(strings.Fields(lines[1])).To(Equal([]string{awsMember, "aws", "eu-west-1", "yes", "v1.36.3", "2"}))
+	g.Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "CLOUD", "REGION", "REACHABLE", "VERSION", "PLACED", "OWNER"}))
+	g.Expect(strings.Fields(lines[1])).To(Equal([]string{awsMember, "aws", "eu-west-1", "yes", "v1.36.3", "2", "-"}), "no manager runs")
 	g.Expect(lines[2]).To(MatchRegexp(`^evil\s+azure\s+westeurope\s+refused: .*exec`))
 	g.Expect(lines[3]).To(MatchRegexp(`^gone\s+azure\s+westeurope\s+no: `))
 
@@ -799,6 +801,31 @@ current-context: c
 	g.Expect(json.Unmarshal(out.Bytes(), &parsed)).To(Succeed())
 	g.Expect(parsed).To(HaveLen(3))
 	g.Expect(parsed[0].Version).To(Equal("v1.36.3"))
+
+	// OWNER: the leader of unsharded replicas works in every member; sharded, each member's claim names its
+	// replica (as the manager writes them: see internal/fleet/shard).
+	leases := e.fleet.Hub.Clientset().CoordinationV1().Leases(fleetNS)
+	leader, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: cli.ManagerLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-0_1234")}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = leases.Delete(ctx, leader.Name, metav1.DeleteOptions{}) }()
+	views, err = cli.ListMembers(ctx, e.hubIn(""), cli.MembersOptions{Timeout: 5 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, v := range views {
+		g.Expect(v.Owner).To(Equal("manager-0_1234"), v.Name)
+	}
+	claim, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: shard.MemberLeaseName(cli.ManagerLease, awsMember),
+			Labels:      map[string]string{shard.LeaseLabel: shard.MemberLease},
+			Annotations: map[string]string{shard.MemberAnnotation: awsMember}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-1-x2k4q")}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = leases.Delete(ctx, claim.Name, metav1.DeleteOptions{}) }()
+	out.Reset()
+	g.Expect(cli.Members(ctx, e.hubIn(""), cli.MembersOptions{Timeout: 5 * time.Second}, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})).To(Succeed())
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	g.Expect(strings.Fields(lines[1])).To(Equal([]string{awsMember, "aws", "eu-west-1", "yes", "v1.36.3", "2", "manager-1-x2k4q"}))
+	g.Expect(lines[3]).To(MatchRegexp(`\s-$`), "sharded, a member nobody has claimed has no owner")
 
 	// The hand-written MySQLClusters of the previous step are not the manager's; they go before it starts.
 	for _, key := range []client.ObjectKey{{Namespace: "shop", Name: "orders"}, {Namespace: "shop", Name: "catalog"}, {Namespace: "billing", Name: "ledger"}} {

@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
@@ -52,7 +54,14 @@ type MemberView struct {
 	Version string `json:"version,omitempty"`
 	// Placed counts the MySQLClusters whose status lists this member; nil when they could not be listed.
 	Placed *int `json:"placed"`
+	// Owner is the manager replica that works in the member: with sharding, the holder of the member's claim
+	// Lease; without, the leader. Empty when none does (or the Leases could not be read).
+	Owner string `json:"owner,omitempty"`
 }
+
+// ManagerLease is the manager's leader election Lease, as the chart runs it (--leader-election-id); the sharding
+// Leases' names start with it.
+const ManagerLease = "mysqlfleet-manager"
 
 // ListMembers reads every registration Secret and probes each member concurrently: GET /readyz and /version,
 // with a client built only from a kubeconfig that the manager's gate accepts.
@@ -71,6 +80,7 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 		return nil, fmt.Errorf("failed to list registration Secrets in %s on the hub: %w", hub.namespace(), err)
 	}
 	placed, placedErr := placements(ctx, hc)
+	owners, leader, ownersErr := memberOwners(ctx, hc, hub.namespace())
 
 	views := make([]MemberView, len(secrets.Items))
 	var wg sync.WaitGroup
@@ -89,6 +99,12 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 		if placedErr == nil {
 			n := placed[s.Name]
 			v.Placed = &n
+		}
+		if ownersErr == nil {
+			v.Owner = owners[s.Name]
+			if len(owners) == 0 {
+				v.Owner = leader // not sharded: the leader works in every member
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -146,6 +162,25 @@ func placements(ctx context.Context, hc *hubClients) (map[string]int, error) {
 	return out, nil
 }
 
+// memberOwners reads who works in each member: the holders of the members' claim Leases (sharded replicas), and the
+// leader.
+func memberOwners(ctx context.Context, hc *hubClients, namespace string) (map[string]string, string, error) {
+	leases, err := hc.cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LeaseLabel})
+	if err != nil {
+		return nil, "", err
+	}
+	out, leader := map[string]string{}, ""
+	for _, l := range leases.Items {
+		if l.Labels[shard.LeaseLabel] == shard.MemberLease {
+			out[l.Annotations[shard.MemberAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+	}
+	if l, err := hc.cs.CoordinationV1().Leases(namespace).Get(ctx, ManagerLease, metav1.GetOptions{}); err == nil {
+		leader = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	return out, leader, nil
+}
+
 // Members prints the registered members.
 func Members(ctx context.Context, hub Hub, opts MembersOptions, streams genericiooptions.IOStreams) error {
 	if err := ValidateOutput(opts.Output); err != nil {
@@ -157,7 +192,7 @@ func Members(ctx context.Context, hub Hub, opts MembersOptions, streams generici
 	}
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		column("Name", false), column("Cloud", false), column("Region", false), column("Reachable", false),
-		column("Version", false), column("Placed", false),
+		column("Version", false), column("Placed", false), column("Owner", false),
 		column("Storage Class", true), column("Namespaces", true), column("Token Expires", true),
 	}}
 	unknownPlaced := false
@@ -172,7 +207,7 @@ func Members(ctx context.Context, hub Hub, opts MembersOptions, streams generici
 		if v.Invalid != "" {
 			cloud += " (invalid)"
 		}
-		table.Rows = append(table.Rows, row(v.Name, cloud, orDash(v.Region), reachableCell(v), orDash(v.Version), placed,
+		table.Rows = append(table.Rows, row(v.Name, cloud, orDash(v.Region), reachableCell(v), orDash(v.Version), placed, orDash(v.Owner),
 			orDash(v.StorageClass), orDash(v.Namespaces), orDash(v.TokenExpiration)))
 	}
 	if unknownPlaced && opts.Output != OutputJSON && opts.Output != OutputYAML {
