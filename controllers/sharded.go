@@ -43,12 +43,26 @@ import (
 // owner tears down in its members and takes their finalizers off; the leader then removes its own. So deletion
 // waits for exactly the members that may hold something, whichever replica works in them.
 
-// memberFinalizerPrefix starts a member's finalizer on a MySQLCluster; the member's name follows.
-const memberFinalizerPrefix = "member.mysqlfleet.io/"
+const (
+	// memberFinalizerPrefix starts a member's finalizer on a MySQLCluster; the member's name follows.
+	memberFinalizerPrefix = "member.mysqlfleet.io/"
+	// shardedFinalizer marks a MySQLCluster whose members' finalizers sharded replicas keep: one that carries the
+	// MySQLCluster's own finalizer without it was reconciled unsharded, and may have objects in any member.
+	shardedFinalizer = "mysqlfleet.io/sharded"
+)
 
 func memberFinalizer(member string) string { return memberFinalizerPrefix + member }
 
-func isMemberFinalizer(f string) bool { return strings.HasPrefix(f, memberFinalizerPrefix) }
+// isMemberFinalizer tells the finalizers that sharded replicas keep: the members' and the mark.
+func isMemberFinalizer(f string) bool {
+	return strings.HasPrefix(f, memberFinalizerPrefix) || f == shardedFinalizer
+}
+
+// unshardedFinalizers tells a MySQLCluster that carries its own finalizer without the mark of sharded replicas:
+// one that unsharded replicas reconciled, whose objects may be in any member.
+func unshardedFinalizers(c *v1alpha1.MySQLCluster) bool {
+	return slices.Contains(c.Finalizers, v1alpha1.Finalizer) && !slices.Contains(c.Finalizers, shardedFinalizer)
+}
 
 // memberFieldManager is the field manager of a member's row in status.members.
 func memberFieldManager(member string) string { return v1alpha1.FieldManager + "/member/" + member }
@@ -93,7 +107,11 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 		case !slices.Contains(c.Finalizers, memberFinalizer(m.Name)):
 			waiting = true // the leader puts it on; the change brings this back
 		default:
-			s.placed = append(s.placed, m)
+			// Until its row is written: a replica handing the member over waits for this pass first.
+			if done, ok := r.Fleet.Use(m.Name); ok {
+				defer done()
+				s.placed = append(s.placed, m)
+			}
 		}
 	}
 	if len(s.placed) > 0 && c.Spec.Restore != nil && c.Status.RestoredFrom == nil {
@@ -112,6 +130,9 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 		r.reconcileMembers(ctx, s)
 	}
 	r.reconcileDeparted(ctx, s)
+	// A member handed over during the pass is the next owner's to report: what this pass saw there is about
+	// work it stopped (its requests were ended when the member was let go).
+	s.members = slices.DeleteFunc(s.members, func(m v1alpha1.MemberStatus) bool { return r.Fleet.Leaving(m.Name) })
 	if err := r.applyRows(ctx, c, s.before, s.members); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -202,8 +223,9 @@ func (r *MySQLClusterReconciler) emitRowEvents(s *scope) {
 func (r *MySQLClusterReconciler) deleteShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
 	var states []fleet.State
 	var done []string
+	unsharded := unshardedFinalizers(c)
 	for _, m := range r.Fleet.Members() {
-		if !m.Owned || !slices.Contains(c.Finalizers, memberFinalizer(m.Name)) {
+		if !m.Owned || !unsharded && !slices.Contains(c.Finalizers, memberFinalizer(m.Name)) {
 			continue
 		}
 		if !m.AllowsNamespace(c.Namespace) {
@@ -230,8 +252,10 @@ func (r *MySQLClusterReconciler) deleteShare(ctx context.Context, c *v1alpha1.My
 		}
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleting from members", "done", done, "pending", pending, "unreachable", unreachable)
-	if err := removeFinalizers(ctx, r.Hub, c, done...); err != nil {
-		return ctrl.Result{}, err
+	if !unsharded {
+		if err := removeFinalizers(ctx, r.Hub, c, done...); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	switch {
 	case len(pending) > 0:

@@ -93,6 +93,9 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
+	if retry, err := adoptUpdatedStatus(ctx, r.Hub, c); err != nil || retry {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.finishShare(ctx, c)
 	}
@@ -211,11 +214,11 @@ func (r *MySQLClusterReconciler) applySummary(ctx context.Context, c *v1alpha1.M
 	return nil
 }
 
-// putFinalizers puts on the MySQLCluster's own finalizer and a finalizer for each member it is placed on, before
-// any replica writes there. Finalizers are a set: an apply under mysqlfleet adds what is missing and keeps what
-// is there (a member it left keeps its finalizer while its volumes stay there). A MySQLCluster made before the
-// replicas were sharded carries none of the members' finalizers yet, but may have objects in any member that
-// allows its namespace: those get one each, and their owners take it off at deletion once they find nothing.
+// putFinalizers puts on the MySQLCluster's own finalizer, the mark of sharded replicas and a finalizer for each
+// member it is placed on, before any replica writes there. Finalizers are a set: an apply under mysqlfleet adds
+// what is missing and keeps what is there (a member it left keeps its finalizer while its volumes stay there). A
+// MySQLCluster that unsharded replicas reconciled may have objects in any member that allows its namespace: those
+// get a finalizer each, and their owners take it off at deletion once they find nothing there.
 func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) error {
 	c := s.cluster
 	want := slices.Clone(c.Finalizers)
@@ -224,9 +227,9 @@ func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) er
 			want = append(want, f)
 		}
 	}
-	legacy := controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) && !slices.ContainsFunc(c.Finalizers, isMemberFinalizer) &&
-		!appliedStatus(c)
+	legacy := unshardedFinalizers(c)
 	add(v1alpha1.Finalizer)
+	add(shardedFinalizer)
 	for _, m := range s.placed {
 		add(memberFinalizer(m.Name))
 	}
@@ -254,15 +257,6 @@ func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) er
 	return nil
 }
 
-// appliedStatus tells whether the leader of sharded replicas has written this MySQLCluster's status.
-func appliedStatus(c *v1alpha1.MySQLCluster) bool {
-	for _, f := range c.ManagedFields {
-		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "status" {
-			return true
-		}
-	}
-	return false
-}
 
 // finishShare ends a deletion, sharded: once every member's finalizer is off (each owner takes its members' off
 // when they are torn down), or when the deletion timeout or force-detach gives up on those left, it removes the
@@ -296,6 +290,17 @@ func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.My
 	}
 	waited := time.Since(c.DeletionTimestamp.Time)
 	release := waited >= r.DeletionTimeout || c.Annotations[v1alpha1.ForceDetachAnnotation] == "true"
+	if unshardedFinalizers(c) && !release {
+		// Deleted before this leader could put the members' finalizers on (no finalizer can be added to an object
+		// being deleted): the owners tear down in their members without telling when they are done, and the
+		// deletion waits for them as long as it waits for an unreachable member, unless no member can hold
+		// anything of it.
+		for _, m := range r.Fleet.Members() {
+			if m.AllowsNamespace(c.Namespace) {
+				return ctrl.Result{RequeueAfter: min(retryAfter, r.DeletionTimeout-waited)}, nil
+			}
+		}
+	}
 	if release && len(left) > 0 {
 		sort.Strings(left)
 		msg := fmt.Sprintf("released after %s without finishing in members %s: their objects for this database remain there",
@@ -318,7 +323,7 @@ func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.My
 			return ctrl.Result{}, err
 		}
 	}
-	if err := removeFinalizer(ctx, r.Hub, c, v1alpha1.Finalizer); err != nil {
+	if err := removeFinalizer(ctx, r.Hub, c, v1alpha1.Finalizer, shardedFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	forgetPhase(client.ObjectKeyFromObject(c))

@@ -35,6 +35,17 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
+// shardLeaseDuration is the sharded replicas' lease duration: longer than the leader election test's, because
+// six API servers, four replicas and the race detector share the machine, and a replica whose renewal is held up
+// past its renew deadline stops (as it must).
+const shardLeaseDuration = 8 * time.Second
+
+// shardFlags run a sharded replica under the given identity.
+func shardFlags(id string) []string {
+	return []string{"--sharding", "--shard-identity=" + id, "--leader-elect-lease-duration=" + shardLeaseDuration.String(),
+		"--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
+}
+
 // shardMembers are the bare members of the sharding test: six, so that three replicas own two each.
 func shardMembers() []clusters.Definition {
 	clouds := []struct{ cloud, region, class string }{
@@ -83,7 +94,7 @@ func TestSharding(t *testing.T) {
 
 	procs := map[string]*managerProcess{}
 	start := func(id string) {
-		p := startManager(t, bin, fleet.Hub.KubeconfigPath, id, "--sharding", "--shard-identity="+id)
+		p := startManager(t, bin, fleet.Hub.KubeconfigPath, id, shardFlags(id)...)
 		procs[id] = p
 		dumpOnFailure(t, p)
 	}
@@ -185,7 +196,7 @@ func TestSharding(t *testing.T) {
 	final := shard.Assign(names, live)
 	g.Eventually(func() map[string]string { return claims(g, hub) }).WithTimeout(timeout).WithPolling(polling).Should(Equal(final))
 	t.Logf("Takeover: the members of %s were claimed %s after it was killed (lease duration %s): %v", victim,
-		time.Since(killedAt).Round(time.Millisecond), leaseDuration, final)
+		time.Since(killedAt).Round(time.Millisecond), shardLeaseDuration, final)
 	g.Eventually(func(g Gomega) { g.Expect(reporters(g, procs, names)).To(Equal(final)) }).
 		WithTimeout(timeout).WithPolling(polling).Should(Succeed())
 	var taken []string
@@ -528,4 +539,100 @@ func apiserverWrites(g Gomega, cs kubernetes.Interface, resource string) float64
 		n += m.GetCounter().GetValue()
 	}
 	return n
+}
+
+// TestShardingTakesOverFromOneLeader runs one unsharded replica, then two sharded ones in its place, and proves
+// that they take over the MySQLClusters it reconciled: the status it wrote with updates passes to the rows' and
+// the summary's field managers, so that a field no replica sets any more goes (a paused MySQLCluster's plan, once
+// it is unpaused), and a MySQLCluster it placed gets its members' finalizers, so that deleting it still clears
+// every member.
+func TestShardingTakesOverFromOneLeader(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := buildManager(t)
+	defs := shardMembers()[:2]
+	fleet := testfleet.ForTest(t, testfleet.Options{
+		Members:              defs,
+		HubCRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+	})
+	hub := fleetClient(g, fleet.Hub.Config)
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mgrNamespace}})).To(Succeed())
+	var names []string
+	for _, d := range defs {
+		g.Expect(register(ctx, hub, fleet.Member(d.Name))).To(Succeed())
+		names = append(names, d.Name)
+	}
+
+	leader := startManager(t, bin, fleet.Hub.KubeconfigPath, "unsharded")
+	dumpOnFailure(t, leader)
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "takeover"}})).To(Succeed())
+	paused := &v1alpha1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "takeover", Name: "paused"},
+		Spec: v1alpha1.MySQLClusterSpec{Version: "8.4", Replicas: 1, Paused: true,
+			Placement: v1alpha1.Placement{Members: names}, Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}},
+	}
+	running := paused.DeepCopy()
+	running.Name, running.Spec.Paused = "running", false
+	g.Expect(hub.Create(ctx, paused)).To(Succeed())
+	g.Expect(hub.Create(ctx, running)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var c v1alpha1.MySQLCluster
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(paused), &c)).To(Succeed())
+		g.Expect(c.Status.Members).To(HaveLen(len(names)))
+		for _, m := range c.Status.Members {
+			g.Expect(m.Plan).NotTo(BeEmpty(), "a paused member lists what it would apply")
+		}
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectStatus(g, hub, client.ObjectKeyFromObject(running), names, 1) }).
+		WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+	leader.signal(t, syscall.SIGTERM)
+	g.Eventually(leader.done).WithTimeout(timeout).Should(BeClosed())
+
+	for _, id := range []string{"replica-a", "replica-b"} {
+		dumpOnFailure(t, startManager(t, bin, fleet.Hub.KubeconfigPath, id, shardFlags(id)...))
+	}
+	// No update owns a status field any more: each row is its member's, the rest the summary's.
+	g.Eventually(func(g Gomega) {
+		var c v1alpha1.MySQLCluster
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(paused), &c)).To(Succeed())
+		for _, f := range c.ManagedFields {
+			if f.Subresource == "status" {
+				g.Expect(f.Operation).To(Equal(metav1.ManagedFieldsOperationApply), "status fields of %s", f.Manager)
+			}
+		}
+		for _, name := range names {
+			g.Expect(statusManagers(&c, fmt.Sprintf(`k:{\"name\":\"%s\"}`, name))).To(ConsistOf(v1alpha1.FieldManager + "/member/" + name))
+		}
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+
+	var c v1alpha1.MySQLCluster
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(paused), &c)).To(Succeed())
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Paused = false
+	g.Expect(hub.Patch(ctx, &c, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		expectStatus(g, hub, client.ObjectKeyFromObject(paused), names, c.Generation)
+		var now v1alpha1.MySQLCluster
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(paused), &now)).To(Succeed())
+		for _, m := range now.Status.Members {
+			g.Expect(m.Plan).To(BeEmpty(), "the plan of %s, written by the unsharded replica, is gone", m.Name)
+		}
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+
+	// The MySQLCluster the unsharded replica placed gets a finalizer for every member it may have objects in.
+	g.Eventually(func(g Gomega) {
+		var now v1alpha1.MySQLCluster
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(running), &now)).To(Succeed())
+		for _, name := range names {
+			g.Expect(now.Finalizers).To(ContainElement("member.mysqlfleet.io/" + name))
+		}
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+	g.Expect(hub.Delete(ctx, running)).To(Succeed())
+	g.Eventually(func() error { return hub.Get(ctx, client.ObjectKeyFromObject(running), &c) }).WithTimeout(timeout).
+		WithPolling(polling).Should(MatchError(ContainSubstring("not found")))
+	for _, name := range names {
+		var sts appsv1.StatefulSet
+		err := fleetClient(g, fleet.Member(name).Config).Get(ctx, client.ObjectKey{Namespace: running.Namespace, Name: running.StatefulSetName()}, &sts)
+		g.Expect(err).To(MatchError(ContainSubstring("not found")), "the StatefulSet is gone from %s", name)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,10 @@ import (
 )
 
 type member struct {
+	// work counts the passes under way in the member (Use); leaving is set while this replica hands the member
+	// over, so that no new pass starts there and the claim is given back only once the last one ended.
+	work    sync.WaitGroup
+	leaving bool
 	facts   placement.Member
 	factErr error
 	hash    string
@@ -363,10 +368,20 @@ func (p *Provider) claim(ctx context.Context, name string) (bool, error) {
 // letGo stops this replica's work in a member another replica owns, then gives the claim back (if held), so that
 // the new owner starts only once this one stopped.
 func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
-	p.mu.RLock()
-	engaged := p.members[name] != nil && p.members[name].cancel != nil
-	p.mu.RUnlock()
-	p.disengage(name)
+	p.mu.Lock()
+	m := p.members[name]
+	engaged := m != nil && m.cancel != nil
+	if m != nil {
+		m.leaving = true
+	}
+	p.mu.Unlock()
+	p.disengage(name) // ends the requests of the passes under way there
+	if m != nil {
+		// A pass that began before must not write its member's status after the next owner began: wait for it.
+		if !waitFor(&m.work, p.opts.RequestTimeout) {
+			log.Info("Passes in the member did not end in time; handing it over anyway")
+		}
+	}
 	if p.opts.Shard.Holds(name) || engaged {
 		if err := p.opts.Shard.Release(ctx, name); err != nil {
 			log.Error(err, "Giving back the member's claim")
@@ -376,10 +391,47 @@ func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
 	}
 	p.mu.Lock()
 	if m := p.members[name]; m != nil {
-		m.err, m.backoff, m.engagedAt = nil, 0, time.Time{}
+		m.err, m.backoff, m.engagedAt, m.leaving = nil, 0, time.Time{}, false
 		p.report(name, m)
 	}
 	p.mu.Unlock()
+}
+
+// Use marks a pass under way in a member this replica works in, until done is called; ok is false when it does
+// not (any more), and the pass must leave the member alone. Without sharding every member is this replica's.
+// A replica handing a member over waits for the passes under way there (see letGo).
+func (p *Provider) Use(name string) (done func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.members[name]
+	if m == nil || m.leaving || !p.holds(name) {
+		return func() {}, false
+	}
+	m.work.Add(1)
+	return sync.OnceFunc(m.work.Done), true
+}
+
+// Leaving tells whether this replica is handing the member over, or no longer works there.
+func (p *Provider) Leaving(name string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	m := p.members[name]
+	return m == nil || m.leaving || !p.holds(name)
+}
+
+// waitFor waits for the group, at most d; it tells whether the group was done.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 func equalMember(a, b placement.Member) bool {
