@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -217,6 +218,34 @@ type managerProcess struct {
 // and any others given. The kernel kills it if the test binary dies (Pdeathsig), and the test kills it when it
 // ends.
 func startManager(t *testing.T, bin, kubeconfig, name string, flags ...string) *managerProcess {
+	t.Helper()
+	// The metrics port was free a moment before the process binds it; other processes on the machine may take it
+	// meanwhile. Then the manager exits at once, saying so, and another port is tried.
+	for attempt := 1; ; attempt++ {
+		p := startManagerOnce(t, bin, kubeconfig, name, flags...)
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("replica %s exited: %v", name, p.exitErr)
+			default:
+			}
+			resp, err := http.Get(p.metricsURL)
+			if err != nil {
+				return false, nil
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err == nil {
+			return p
+		}
+		if attempt == 3 || !strings.Contains(p.log(), "address already in use") {
+			t.Fatalf("replica %s did not start: %v\n%s", name, err, p.log())
+		}
+	}
+}
+
+func startManagerOnce(t *testing.T, bin, kubeconfig, name string, flags ...string) *managerProcess {
 	t.Helper()
 	p := &managerProcess{name: name, logPath: filepath.Join(t.TempDir(), "manager-"+name+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.logPath)
