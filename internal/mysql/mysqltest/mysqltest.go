@@ -29,6 +29,7 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
@@ -400,6 +401,54 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-exited
+}
+
+// PurgeBinaryLogs rotates the server's binary log and purges every older one, as PURGE BINARY LOGS or
+// binlog_expire_logs_seconds do in production: what the server executed until now is then in no binary log it
+// keeps. MariaDB keeps a log while a replica still reads it or InnoDB's binlog checkpoint has not passed it, and
+// PURGE then stops there without an error, so this tries again until only the newest is left, for at most a
+// minute; it fails the test after that.
+func (s *Server) PurgeBinaryLogs() {
+	s.t.Helper()
+	db, err := sql.Open("mysql", s.RootDSN())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec("FLUSH BINARY LOGS"); err != nil {
+		s.t.Fatalf("mysqltest: FLUSH BINARY LOGS: %v", err)
+	}
+	var logs []string
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			if logs, err = binaryLogs(db); err != nil || len(logs) == 1 {
+				return err == nil, err
+			}
+			_, err := db.ExecContext(ctx, "PURGE BINARY LOGS TO '"+logs[len(logs)-1]+"'")
+			return false, err
+		})
+	if err != nil {
+		s.t.Fatalf("mysqltest: the server of port %d keeps binary logs %v after PURGE BINARY LOGS: %v", s.Port, logs,
+			err)
+	}
+}
+
+func binaryLogs(db *sql.DB) ([]string, error) {
+	rows, err := db.Query("SHOW BINARY LOGS")
+	if err != nil {
+		return nil, fmt.Errorf("mysqltest: SHOW BINARY LOGS: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var logs []string
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			return nil, err
+		}
+		logs = append(logs, name)
+	}
+	return logs, rows.Err()
 }
 
 // ErrorLog is the server's error log so far, for failure messages.
