@@ -21,7 +21,7 @@ func Decide(d Desired, rec Record, obs []Observation) Plan {
 	e := &engine{
 		d: d, rec: rec, obs: obs, p: rec.PrimaryIndex(),
 		next:   Record{Primary: rec.Primary, Errant: slices.Clone(rec.Errant)},
-		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{},
+		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{}, held: map[int]string{},
 		decision: Decision{From: -1, To: -1},
 	}
 	e.decide()
@@ -42,8 +42,10 @@ type engine struct {
 	fenced map[int]bool
 	// errantSets are the errant transactions of the instances compared with the primary in this pass.
 	errantSets map[int]mysql.GTIDSet
-	steps      []Step
-	decision   Decision
+	// held says, for each instance this plan neither repoints nor seeds though it does not replicate, why.
+	held     map[int]string
+	steps    []Step
+	decision Decision
 }
 
 func (e *engine) decide() {
@@ -455,7 +457,11 @@ func (e *engine) repair() {
 		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) {
 			continue
 		}
-		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) {
+		if o.Seeding != "" {
+			e.held[i] = o.Seeding
+			continue
+		}
+		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) && e.fromBinlogs(i) {
 			e.add(Step{Action: ActionReplicate, Instance: i, Source: e.p, Address: e.d.Addresses[e.p], Why: why})
 		}
 	}
@@ -466,6 +472,50 @@ func (e *engine) repair() {
 	if len(e.steps) > 0 {
 		e.decision.Kind = Repair
 	}
+}
+
+// fromBinlogs tells whether instance i, which is to be pointed at the primary, can get what it lacks from the
+// primary's binary logs by GTID auto-positioning (repointing discards its relay log: only what it executed
+// counts). If not, an instance that has executed nothing is seeded with a dump, and one that holds
+// transactions is left as it is and reported: loading a dump over it would destroy them. When the primary's
+// purged set could not be read, an empty instance waits: pointed at a primary whose binary logs start after
+// the beginning of its history, MariaDB would replicate from there and silently leave out what came before.
+func (e *engine) fromBinlogs(i int) bool {
+	st, po := e.status(i), e.obs[e.p]
+	empty := st.Executed == nil || st.Executed.IsEmpty()
+	switch {
+	case po.Purged == nil && po.PurgedErr != nil && empty && !e.status(e.p).Executed.IsEmpty():
+		e.held[i] = fmt.Sprintf("instance %d has executed nothing and whether the primary's binary logs hold the "+
+			"whole history could not be read: %v", i, po.PurgedErr)
+		return false
+	case po.Purged == nil || po.Purged.IsEmpty() || (!empty && st.Executed.Contains(po.Purged)):
+		return true
+	case empty:
+		src := e.seedSource()
+		e.held[i] = fmt.Sprintf("seeding from instance %d: it has executed nothing and the primary's binary "+
+			"logs no longer hold %s", src, po.Purged)
+		e.add(Step{Action: ActionSeed, Instance: i, Source: src, Why: e.held[i]})
+		return false
+	}
+	e.held[i] = fmt.Sprintf("cannot catch up: the primary's binary logs no longer hold %s and instance %d, "+
+		"which has executed %s, lacks some of it; it holds transactions, so it is not seeded over: empty its "+
+		"volume to have it seeded", po.Purged, i, st.Executed)
+	return false
+}
+
+// seedSource is the instance a seed dumps: the lowest replica in sync, which spares the primary the dump's
+// read load (as backups do), or the primary.
+func (e *engine) seedSource() int {
+	for i, o := range e.obs {
+		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || o.Unhealthy != "" || o.Seeding != "" ||
+			e.replicaProblem(i, e.p) != "" {
+			continue
+		}
+		if lag := o.Status.Replica.Lag; lag != nil && *lag <= e.d.MaxLag {
+			return i
+		}
+	}
+	return e.p
 }
 
 // semiSyncOK tells whether a primary's semi-sync settings are those for a wait count of w.
@@ -551,6 +601,8 @@ func (e *engine) report() Report {
 		switch {
 		case o.Err != nil:
 			in.Error = o.Err.Error()
+		case e.held[i] != "":
+			in.Error = e.held[i]
 		case st != nil && st.Replica != nil && replicationError(st.Replica) != "":
 			in.Error = strings.TrimPrefix(replicationError(st.Replica), ": ")
 		case o.Unhealthy != "":

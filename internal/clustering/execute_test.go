@@ -54,6 +54,12 @@ func (r *recorder) WaitForExecuted(_ context.Context, i, of int, timeout time.Du
 func (r *recorder) SaveRecord(_ context.Context, rec clustering.Record) error {
 	return r.do("save-record %s", rec)
 }
+func (r *recorder) PurgedGTIDSet(_ context.Context, i int) (mysql.GTIDSet, error) {
+	return nil, r.do("purged %d", i)
+}
+func (r *recorder) Seed(_ context.Context, i, source int) error {
+	return r.do("seed %d from %d", i, source)
+}
 
 func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
 	g := NewWithT(t)
@@ -119,10 +125,18 @@ func TestObserveReadsThePrimaryLast(t *testing.T) {
 	// The primary is read twice: last, and again when its first read failed.
 	g.Expect(ops.calls).To(ConsistOf("status 0", "status 1", "status 2", "status 1"))
 
-	st := &statusOps{recorder: &recorder{}, status: &mysql.Status{}}
+	// Replicas that all receive from the primary: no more than the status reads.
+	receiving := &mysql.Status{Replica: &mysql.ReplicaStatus{IOState: "Yes"}}
+	st := &statusOps{recorder: &recorder{}, status: receiving}
 	clustering.Observe(context.Background(), st, 3, 1, time.Second)
 	g.Expect(st.calls).To(HaveLen(4))
 	g.Expect(st.calls[3]).To(Equal("status 1"))
+
+	// One that does not receive may need more than the primary's binary logs: the primary's purged set is read.
+	st = &statusOps{recorder: &recorder{}, status: &mysql.Status{}}
+	clustering.Observe(context.Background(), st, 3, 1, time.Second)
+	g.Expect(st.calls).To(HaveLen(5))
+	g.Expect(st.calls[3:]).To(Equal([]string{"status 1", "purged 1"}))
 }
 
 // statusOps answers every status read.

@@ -33,6 +33,14 @@ type Ops interface {
 	WaitForExecuted(ctx context.Context, i, of int, timeout time.Duration) error
 	// SaveRecord stores the record durably; the next pass gets it back.
 	SaveRecord(ctx context.Context, r Record) error
+	// PurgedGTIDSet reads the transactions instance i executed that its binary logs no longer hold: a replica
+	// lacking any of them cannot get it from i by GTID auto-positioning.
+	PurgedGTIDSet(ctx context.Context, i int) (mysql.GTIDSet, error)
+	// Seed has instance i, which has executed nothing, loaded with a dump of instance source and its GTID
+	// position recorded (see mysql.Server.PrepareSeed), so that it can then replicate. It may take long: it
+	// starts the work (the member controller runs it in a Job) and returns, and is called again, pass after
+	// pass, until i has executed something; it must then do nothing more than report how the work goes.
+	Seed(ctx context.Context, i, source int) error
 }
 
 // Action names what a Step does.
@@ -46,6 +54,7 @@ const (
 	ActionConfigureSemiSync Action = "configure-semi-sync"
 	ActionWaitForExecuted   Action = "wait-for-executed"
 	ActionSaveRecord        Action = "save-record"
+	ActionSeed              Action = "seed"
 )
 
 // Step is one operation of a plan. Which fields matter depends on Action.
@@ -53,8 +62,8 @@ type Step struct {
 	Action Action
 	// Instance is the instance the step acts on (not used by ActionSaveRecord).
 	Instance int
-	// Source is the primary a replica is pointed at (ActionReplicate) or the instance whose executed set is
-	// waited for (ActionWaitForExecuted); Address is where it is reached.
+	// Source is the primary a replica is pointed at (ActionReplicate), the instance whose executed set is
+	// waited for (ActionWaitForExecuted) or the one dumped (ActionSeed); Address is where it is reached.
 	Source  int
 	Address Address
 	// SemiSync is for ActionPromote and ActionConfigureSemiSync.
@@ -80,6 +89,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("wait %d for %d within %s", s.Instance, s.Source, s.Timeout)
 	case ActionSaveRecord:
 		return "save-record " + s.Record.String()
+	case ActionSeed:
+		return fmt.Sprintf("seed %d from %d", s.Instance, s.Source)
 	}
 	return fmt.Sprintf("%s %d", s.Action, s.Instance)
 }
@@ -112,6 +123,8 @@ func (s Step) run(ctx context.Context, ops Ops) error {
 		return ops.WaitForExecuted(ctx, s.Instance, s.Source, s.Timeout)
 	case ActionSaveRecord:
 		return ops.SaveRecord(ctx, s.Record)
+	case ActionSeed:
+		return ops.Seed(ctx, s.Instance, s.Source)
 	}
 	return fmt.Errorf("unknown action %q", s.Action)
 }

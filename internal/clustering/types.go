@@ -109,6 +109,15 @@ type Observation struct {
 	// a primary marked unhealthy is failed over like an unreachable one, but fenced first. A Pod that is
 	// merely going away should be a switchover request instead: that loses no in-flight commit.
 	Unhealthy string
+	// Purged is what the instance executed that its binary logs no longer hold. Observe reads it for the
+	// recorded primary only, and only when another instance that answers is not receiving from it (an empty
+	// replica must be seeded when it lacks any of it); nil otherwise, or when the read failed (PurgedErr).
+	Purged    mysql.GTIDSet
+	PurgedErr error
+	// Seeding, when set, says that a seed of the instance is under way (the member controller's Job runs) and
+	// how it goes. The engine leaves the instance alone meanwhile: pointing it at the primary would apply
+	// transactions into a half-loaded server.
+	Seeding string
 }
 
 // Reachable tells whether the instance's status was read.
