@@ -24,6 +24,8 @@ type expect struct {
 	roles []clustering.Role
 	// instanceErrors are substrings of the reported errors of some instances, by index.
 	instanceErrors map[int]string
+	// completed is the change of primary the plan completes, as Decision.String prints it; "" for none.
+	completed string
 }
 
 type decideCase struct {
@@ -64,6 +66,15 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 				}
 				g.Expect(roles).To(Equal(tt.want.roles))
 			}
+			completed, wantCompleted := "", tt.want.completed
+			if plan.Completed != nil {
+				completed = plan.Completed.String()
+			}
+			switch plan.Decision.Kind {
+			case clustering.Bootstrap, clustering.Adopt, clustering.Failover, clustering.Switchover:
+				wantCompleted = plan.Decision.String() // a change of primary completes itself
+			}
+			g.Expect(completed).To(Equal(wantCompleted), "completed change")
 			for i, msg := range tt.want.instanceErrors {
 				g.Expect(plan.Report.Instances[i].Error).To(ContainSubstring(msg), "instance %d", i)
 			}
@@ -401,6 +412,41 @@ func TestDecideSeeding(t *testing.T) {
 				md.fresh(2, seeding("seed Job shop-seed-2 runs"))),
 			want: expect{kind: clustering.Refused, reason: "switchover to instance 2 refused: instance 2 does not replicate",
 				inSync: []int{1}},
+		},
+	})
+}
+
+// A change of primary is saved with the record before the new primary turns writable, and reported by the
+// pass that completes it: the failover's own, or a standby's that promotes the recorded primary after the
+// controller that began the failover died while promoting it.
+func TestDecideRecordsAndCompletesChanges(t *testing.T) {
+	g := NewWithT(t)
+	plan := clustering.Decide(desired(3), record(0), observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
+		md.replica(2, 0, "0-1-10", receiverStopped())))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Failover))
+	g.Expect(plan.Record.Change).To(Equal(&clustering.Change{Kind: clustering.Failover, From: 0,
+		Reason: plan.Decision.Reason}))
+	g.Expect(plan.Completed).To(Equal(&plan.Decision))
+	g.Expect(plan.Steps[0].Record.Change).To(Equal(plan.Record.Change), "saved before the promotion")
+
+	died := record(1)
+	died.Change = &clustering.Change{Kind: clustering.Failover, From: 0, Reason: "primary 0 is unreachable"}
+	runDecideCases(t, []decideCase{
+		{
+			name: "a recorded primary left replicating by a controller that died promoting it is promoted",
+			d:    desired(3), rec: died,
+			obs: observe(unreachable(),
+				md.replica(1, 0, "0-1-10", receiverStopped(), received("0-1-12")),
+				md.replica(2, 0, "0-1-12", receiverStopped())),
+			want: expect{kind: clustering.Repair, steps: []string{"promote 1 (semi-sync wait 1)", "replicate 2 from 1"},
+				record: "primary=1 errant=[]", roles: []clustering.Role{U, P, No},
+				completed: "Failover{from: 0, to: 1, reason: primary 0 is unreachable}"},
+		},
+		{
+			name: "a steady primary completes nothing",
+			d:    desired(3), rec: died,
+			obs:  observe(unreachable(), md.primary(1, "0-1-12"), md.replica(2, 1, "0-1-12")),
+			want: expect{kind: clustering.Steady, inSync: []int{2}},
 		},
 	})
 }

@@ -151,6 +151,10 @@ type Plan struct {
 	// Record is the record once the steps have run; the plan's ActionSaveRecord step stores it.
 	Record Record
 	Report Report
+	// Completed is the change of primary the plan completes if every step succeeds: its own decision when it is
+	// a Bootstrap, Adopt, Failover or Switchover; or, when it promotes the recorded primary whose change an
+	// earlier pass recorded without finishing it (its controller died in between), the recorded change.
+	Completed *Decision
 }
 
 // Requeue tells whether the member controller should observe and decide again soon: the plan changes

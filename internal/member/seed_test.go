@@ -1,6 +1,7 @@
 package member
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestSeedJob(t *testing.T) {
 		v1alpha1.ClusterNamespaceLabel:     testNS,
 	}))
 	g.Expect(job.Spec.Template.Labels).To(Equal(job.Labels))
-	g.Expect(jobRequests(nil, job)).To(HaveLen(1), "its end requeues the set")
+	g.Expect(jobRequests(context.Background(), job)).To(HaveLen(1), "its end requeues the set")
 	g.Expect(*job.Spec.TTLSecondsAfterFinished).To(BeEquivalentTo(120))
 	g.Expect(*job.Spec.BackoffLimit).To(BeEquivalentTo(2))
 

@@ -232,13 +232,18 @@ func (s *mariadbGTIDSet) other(o GTIDSet) *mariadbGTIDSet {
 func (s *mariadbGTIDSet) Engine() Engine { return MariaDB }
 
 func (s *mariadbGTIDSet) String() string {
+	return s.join(func(g *gomysql.MariadbGTID) uint64 { return uint64(g.ServerID) })
+}
+
+// join lists the set's GTIDs by domain and, within a domain, by key.
+func (s *mariadbGTIDSet) join(key func(*gomysql.MariadbGTID) uint64) string {
 	var all []*gomysql.MariadbGTID
 	s.each(func(g *gomysql.MariadbGTID) { all = append(all, g) })
 	slices.SortFunc(all, func(a, b *gomysql.MariadbGTID) int {
 		if c := cmp.Compare(a.DomainID, b.DomainID); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ServerID, b.ServerID)
+		return cmp.Compare(key(a), key(b))
 	})
 	parts := make([]string, len(all))
 	for i, g := range all {
@@ -347,17 +352,5 @@ func mariadbState(set GTIDSet) string {
 	if !ok {
 		panic(fmt.Sprintf("mysql: a %s GTID set given to the MariaDB flavor", set.Engine()))
 	}
-	var all []*gomysql.MariadbGTID
-	m.each(func(g *gomysql.MariadbGTID) { all = append(all, g) })
-	slices.SortFunc(all, func(a, b *gomysql.MariadbGTID) int {
-		if c := cmp.Compare(a.DomainID, b.DomainID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.SequenceNumber, b.SequenceNumber)
-	})
-	parts := make([]string, len(all))
-	for i, g := range all {
-		parts[i] = g.String()
-	}
-	return strings.Join(parts, ",")
+	return m.join(func(g *gomysql.MariadbGTID) uint64 { return g.SequenceNumber })
 }

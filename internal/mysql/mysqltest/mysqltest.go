@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -62,7 +63,15 @@ type Option func(*config)
 
 type config struct {
 	args []string
+	// podIP: listen on port 3306 of an address of the server's own (OnPodIP).
+	podIP bool
 }
+
+// OnPodIP makes the server listen where a Pod's server does, on the MySQL port (3306) of an address of its own:
+// a random one of 127.0.0.0/8, which is all loopback on Linux, standing for the Pod's IP. A member controller
+// running as in production (reaching each Pod at its IP on port 3306) then reaches it with no test seam at
+// all. It fails when something listens on port 3306 of every loopback address (0.0.0.0:3306).
+func OnPodIP() Option { return func(c *config) { c.podIP = true } }
 
 // WithArgs adds mariadbd command-line options (--name=value), after the defaults so that they win.
 func WithArgs(args ...string) Option {
@@ -241,9 +250,14 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	if err := copyDir(template, dataDir); err != nil {
 		return nil, fmt.Errorf("failed to copy the template data directory: %w", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	host, port := "127.0.0.1", 0
+	if cfg.podIP {
+		host, port = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254)), 3306
+	} else {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	socket, err := socketPath(t, dir)
 	if err != nil {
@@ -251,7 +265,7 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	}
 	s := &Server{
 		ServerID: nextServerID.Add(1),
-		Host:     "127.0.0.1",
+		Host:     host,
 		Port:     port,
 		Socket:   socket,
 		DataDir:  dataDir,
@@ -264,7 +278,7 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		"--tmpdir=" + dir,
 		"--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + host,
 		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
 		"--log-error=" + s.errLog,
 		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
