@@ -81,8 +81,9 @@
 // # Limits
 //
 // Observed facts are as fresh as the pass: the engine relies on the two-pass failover and on the primary
-// being read last (Observe reads it twice, which also keeps one slow answer from starting a failover; a
-// failover's first pass started in error is undone by the next). How long a primary must be silent before it
+// being read last (Observe reads a primary that answers twice; one that does not is read again by the next
+// pass, and only a failover's second pass, with the primary still silent, promotes: a first pass started on one
+// slow answer is undone by the next). How long a primary must be silent before it
 // counts as unreachable is the member controller's choice. A replica that turns errant between the last pass
 // and the primary's loss is not known to be errant at the failover (as in MOCO). The record of errant
 // instances is kept only for failovers; it is recomputed whenever the primary answers, so a rebuilt instance

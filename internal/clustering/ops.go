@@ -164,12 +164,14 @@ func (o *ServerOps) Seed(ctx context.Context, i, source int) error {
 	return o.SeedWith(ctx, i, source)
 }
 
-// Observe reads the status of instances 0..n-1 at once, each within timeout, and then reads the recorded
-// primary's once more. The second read makes the primary's executed set at least as new as every replica's (a
-// replica cannot hold a transaction of the primary that the primary's set, read later, lacks), and gives a
-// primary whose first read failed a second chance: one slow answer on a busy machine should not start a
-// failover. The member controller may retry further before it calls; a failover's first pass is safe to
-// start in error (it stops receivers, and the next pass restarts them if the primary answers).
+// Observe reads the status of instances 0..n-1 at once, each within timeout, and then, if the recorded primary
+// answered, reads its status once more: that makes the primary's executed set at least as new as every
+// replica's (a replica cannot hold a transaction of the primary that the primary's set, read later, lacks).
+// A primary that did not answer is not read again in the same pass: a frozen one would cost another full
+// timeout, and a primary counts as lost only after two passes have failed to read it anyway (the failover's
+// first pass stops the receivers, which is safe to do in error: the next pass restarts them if the primary
+// answers; the second pass reads it again before it promotes anyone). One slow answer on a busy machine thus
+// stalls commits for a pass at most; it never promotes.
 func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration) []Observation {
 	obs := make([]Observation, n)
 	read := func(i int) {
@@ -187,7 +189,7 @@ func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration
 		wg.Go(func() { read(i) })
 	}
 	wg.Wait()
-	if primary >= 0 && primary < n {
+	if primary >= 0 && primary < n && obs[primary].Reachable() {
 		read(primary)
 		if obs[primary].Reachable() && notReceiving(obs, primary) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)

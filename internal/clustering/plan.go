@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
@@ -129,17 +130,44 @@ func (s Step) run(ctx context.Context, ops Ops) error {
 	return fmt.Errorf("unknown action %q", s.Action)
 }
 
-// Execute runs the steps in order. A failed critical step stops the plan; a failed other step is reported and
-// the plan goes on. The errors are joined.
+// concurrent tells whether consecutive steps of the action, each on its own instance, may run at once: they
+// depend on nothing but the steps before the run, and nothing after the run depends on one of them more than
+// on the others. A failover's first pass stops every replica's receiver at once (on MariaDB each STOP SLAVE
+// IO_THREAD may wait for a frozen primary), and replicas follow a new primary at once.
+func (a Action) concurrent() bool { return a == ActionStopReplicaIO || a == ActionReplicate }
+
+// Execute runs the steps in order, except that a run of consecutive steps of a concurrent action, each on a
+// different instance, runs at once and ends when all of them have. A failed critical step stops the plan; a
+// failed other step is reported and the plan goes on. The errors are joined, in the order of the steps.
 func Execute(ctx context.Context, ops Ops, steps []Step) error {
 	var errs []error
-	for _, s := range steps {
-		if err := s.run(ctx, ops); err != nil {
-			errs = append(errs, fmt.Errorf("failed to %s: %w", s, err))
-			if s.critical() {
-				break
+	for i := 0; i < len(steps); {
+		run := steps[i : i+1]
+		if steps[i].Action.concurrent() {
+			seen := map[int]bool{}
+			j := i
+			for j < len(steps) && steps[j].Action == steps[i].Action && !seen[steps[j].Instance] {
+				seen[steps[j].Instance] = true
+				j++
+			}
+			run = steps[i:j]
+		}
+		runErrs := make([]error, len(run))
+		var wg sync.WaitGroup
+		for k, s := range run {
+			wg.Go(func() { runErrs[k] = s.run(ctx, ops) })
+		}
+		wg.Wait()
+		for k, err := range runErrs {
+			if err == nil {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("failed to %s: %w", run[k], err))
+			if run[k].critical() {
+				return errors.Join(errs...)
 			}
 		}
+		i += len(run)
 	}
 	return errors.Join(errs...)
 }
