@@ -1,6 +1,7 @@
 package member
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,7 @@ var memberBinary = sync.OnceValues(func() (string, error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/member")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &exec.ExitError{ProcessState: cmd.ProcessState, Stderr: out}
+		return "", fmt.Errorf("go build ./cmd/member: %w\n%s", err, out)
 	}
 	return bin, nil
 })
