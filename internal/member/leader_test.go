@@ -1,12 +1,10 @@
 package member
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,24 +25,21 @@ import (
 // port 3306 of an address of its own (mysqltest.OnPodIP), which is its Pod's IP, and the controller reaches it
 // there as it reaches Pods in a member.
 
-// memberBinary builds cmd/member once per test binary.
-var memberBinary = sync.OnceValues(func() (string, error) {
+// buildMember builds cmd/member into the test's temporary directory.
+func buildMember(t *testing.T) string {
+	t.Helper()
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "mysqlfleet-member-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "mysqlfleet-member")
+	bin := filepath.Join(t.TempDir(), "mysqlfleet-member")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/member")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/member: %w\n%s", err, out)
+		t.Fatalf("go build ./cmd/member: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // writeKubeconfig writes cfg (an envtest admin's, impersonating the controller's ServiceAccount) as a kubeconfig.
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
@@ -127,8 +122,7 @@ func (p *memberProcess) kill9(t *testing.T) {
 // finishes the failover, and reports it; every acknowledged write is on the new primary and the writes resume.
 func TestStandbyFinishesAFailoverWhenTheLeaderIsKilled(t *testing.T) {
 	g := NewWithT(t)
-	bin, err := memberBinary()
-	g.Expect(err).NotTo(HaveOccurred())
+	bin := buildMember(t)
 	e, sa := startAPI(t)
 	kubeconfig := writeKubeconfig(t, sa)
 	s := e.startSet("lead", 3, mysqltest.OnPodIP())
