@@ -75,7 +75,7 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func seed(ctx context.Context, o *seedOptions, stderr io.Writer) (*backup.SeedResult, error) {
-	if len(o.hosts()) != 1 {
+	if o.socket == "" && len(o.hosts()) != 1 {
 		return nil, errors.New("seed dumps one server: set --host (MYSQL_HOST) to it")
 	}
 	if o.targetHost == "" {
@@ -104,6 +104,6 @@ func seed(ctx context.Context, o *seedOptions, stderr io.Writer) (*backup.SeedRe
 			}
 		}
 	}
-	_, _ = fmt.Fprintf(stderr, "Seeding %s from %s\n", dst.Conn.Host, src.Conn.Host)
+	_, _ = fmt.Fprintf(stderr, "Seeding %s from %s\n", dst.Conn.Host, firstNonEmpty(src.Conn.Host, src.Conn.Socket))
 	return backup.Seed(ctx, backup.SeedOptions{Source: src, Target: dst, Stderr: stderr})
 }
