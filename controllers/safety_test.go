@@ -192,17 +192,15 @@ func (h *holdingWebhook) serve(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		h.probed[member]++
 		h.mu.Unlock()
-	default:
-		if member == h.hold {
-			h.note(member + " held")
-			select {
-			case <-h.released:
-			case <-r.Context().Done():
-			}
-			h.note(member + " ended")
-		} else {
-			h.note(member + " delete")
+	case member == h.hold:
+		h.note(member + " held")
+		select {
+		case <-h.released:
+		case <-r.Context().Done():
 		}
+		h.note(member + " ended")
+	default:
+		h.note(member + " delete")
 	}
 	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	review.Request = nil
