@@ -56,6 +56,10 @@ type options struct {
 	memberBurst, memberMaxInFlight                                             int
 	memberTimeout                                                              time.Duration
 	partition                                                                  bool
+	// replicas is how many manager replicas run (sharded when more than one); scale, when set, runs the scale
+	// profile at these numbers of members instead of the phases (see scale.go).
+	replicas int
+	scale    []int
 }
 
 func main() {
@@ -81,7 +85,20 @@ func main() {
 	fs.IntVar(&o.memberBurst, "member-burst", kubeconfig.DefaultBurst, "the manager's --member-burst")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "the manager's --member-timeout")
 	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
+	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
+	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3), with memory per replica, a takeover and idle writes, and a PNG plot")
 	_ = fs.Parse(os.Args[1:])
+	for _, f := range strings.Split(*scale, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 2 {
+			o.scale = append(o.scale, n)
+		} else if strings.TrimSpace(f) != "" {
+			fmt.Fprintf(os.Stderr, "bench: -scale: %q is not a number of members (at least 2)\n", f)
+			os.Exit(2)
+		}
+	}
+	if len(o.scale) > 0 && o.replicas < 2 {
+		o.replicas = 3
+	}
 	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat and -member-max-in-flight at least 1")
 		os.Exit(2)
@@ -100,7 +117,7 @@ type bench struct {
 	began   time.Time
 	f       *testfleet.Fleet
 	hub     client.WithWatch
-	mgr     *managerProc
+	mgr     *managers
 	obs     *observer
 	clients map[string]kubernetes.Interface
 	// members are registered at the start; join registers later.
@@ -154,12 +171,15 @@ func run(ctx context.Context, o options) int {
 		Members: o.members, Clusters: o.clusters, PerNamespace: o.perNamespace, StatusSamples: o.statusSamples,
 		Unrelated: o.unrelated, IdleSeconds: o.idle.Seconds(), Workers: o.workers, MemberQPS: o.memberQPS,
 		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(), MemberMaxInFlight: o.memberMaxInFlight,
-		Repeat: o.repeat,
+		Repeat: o.repeat, Replicas: o.replicas,
 	}}
 	if b.res.Host.Load1Start > 1.5 {
 		b.logf("warning: load average %.2f: the machine is busy, figures will be noisy", b.res.Host.Load1Start)
 	}
 
+	if len(o.scale) > 0 {
+		return b.runScale(ctx, stamp)
+	}
 	code := 0
 	if err := b.setup(ctx); err != nil {
 		b.fail("setup", err)
@@ -274,8 +294,8 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 
-	b.logf("starting the manager")
-	if b.mgr, err = startManager(ctx, f.Hub.KubeconfigPath, filepath.Join(b.profDir, "manager.log"), o); err != nil {
+	b.logf("starting the manager (%d replicas)", o.replicas)
+	if b.mgr, err = startManagers(ctx, f.Hub.KubeconfigPath, b.profDir, o.replicas, o); err != nil {
 		return err
 	}
 	_ = sleep(ctx, b.o.settle)

@@ -56,6 +56,8 @@ type Params struct {
 	MemberMaxInFlight    int     `json:"memberMaxInFlight"`
 	// Repeat is how many times the convergence phase ran.
 	Repeat int `json:"repeat"`
+	// Replicas is how many manager replicas ran (sharded when more than one).
+	Replicas int `json:"replicas"`
 }
 
 // Run is one push of a group's objects into members, by mysqlfleet or a baseline.

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
+	"github.com/mysqlfleet/mysqlfleet/internal/manager"
+	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+)
+
+// The scale profile (-scale 10,20,30): for each number of members, a fleet of that many bare members converged
+// by one manager replica and, on a fresh fleet of the same size, by -replicas sharded replicas, each run against
+// the floor (the same objects pushed by Go server-side apply) on its own fleet. For each it records the
+// convergence, the idle writes and every replica's memory; on the sharded fleet it also kills -9 the replica of
+// the most members once converged and times the takeover. Each run has a fleet of its own, so that a replica's
+// cache holds only the objects of its run. It writes <out>/scale-<timestamp>.json (and scale-latest.json) and a
+// PNG of memory and convergence time against members.
+
+// runScale runs the scale profile.
+func (b *bench) runScale(ctx context.Context, stamp string) int {
+	o := b.o
+	res := &ScaleResults{Started: time.Now(), Host: b.res.Host, Profiles: b.profDir, Params: ScaleParams{
+		Members: o.scale, Clusters: o.clusters, PerNamespace: o.perNamespace, Replicas: o.replicas,
+		IdleSeconds: o.idle.Seconds(), Workers: o.workers,
+	}}
+	for _, n := range o.scale {
+		size := ScaleSize{Members: n}
+		for _, replicas := range []int{1, o.replicas} {
+			if ctx.Err() != nil {
+				break
+			}
+			run, err := b.scaleRun(ctx, n, replicas)
+			if err != nil {
+				res.Errors = append(res.Errors, fmt.Sprintf("%d members, %d replicas: %v", n, replicas, err))
+				b.logf("%d members, %d replicas: %v", n, replicas, err)
+			}
+			if replicas == 1 {
+				size.Single = run
+			} else {
+				size.Sharded = run
+			}
+		}
+		size.summarize()
+		res.Sizes = append(res.Sizes, size)
+		b.logf("%d members: convergence %.2fs with 1 replica, %.2fs with %d (%.2fx); heap %.1f MiB, at most %.1f MiB per replica (%.2fx)",
+			n, size.Single.Convergence.TotalSeconds, size.Sharded.Convergence.TotalSeconds, o.replicas, size.ConvergenceRatio,
+			size.Single.heapMiB(), size.Sharded.maxHeapMiB(), size.HeapRatio)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted; no results written")
+		return 130
+	}
+	res.Finished = time.Now()
+	res.Host.Load1End = load1()
+	res.evaluate()
+	png := filepath.Join(o.out, "scale-"+stamp+".png")
+	if err := plotScale(res, png); err != nil {
+		res.Errors = append(res.Errors, "plot: "+err.Error())
+	} else {
+		res.Plot = png
+		if err := copyFile(png, filepath.Join(o.out, "scale-latest.png")); err != nil {
+			res.Errors = append(res.Errors, "plot: "+err.Error())
+		}
+	}
+	fmt.Println(scaleLegend)
+	fmt.Println()
+	printScale(os.Stdout, res)
+	path, err := writeScaleJSON(o.out, stamp, res)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing results:", err)
+		return 1
+	}
+	fmt.Printf("results: %s (and %s); plot: %s\n", path, filepath.Join(o.out, "scale-latest.json"), res.Plot)
+	if len(res.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// scaleRun is one run of the scale profile on a fleet of its own: the floor, then the manager's replicas.
+func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error) {
+	o := b.o
+	out := ScaleRun{Replicas: replicas}
+	name := fmt.Sprintf("%dm-%dr", n, replicas)
+	dir := filepath.Join(b.profDir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return out, err
+	}
+	root, err := testfleet.ModuleRoot()
+	if err != nil {
+		return out, err
+	}
+	b.logf("%s: starting the hub and %d bare members", name, n)
+	f, err := testfleet.Start(ctx, testfleet.Options{
+		Members:              memberDefinitions(n)[:n],
+		HubCRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+	})
+	if err != nil {
+		return out, err
+	}
+	b.f, b.members, b.obs = f, f.Members, newObserver()
+	b.clients = map[string]kubernetes.Interface{f.Hub.Name: f.Hub.Clientset()}
+	b.facts = map[string]placement.Member{}
+	defer func() {
+		b.mgr.stop()
+		b.mgr = nil
+		b.obs.stop()
+		b.logf("%s: stopping the fleet", name)
+		if err := f.Stop(); err != nil {
+			b.logf("stopping the fleet: %v", err)
+		}
+	}()
+	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+		return out, err
+	}
+	for _, m := range f.Members {
+		b.clients[m.Name] = m.Clientset()
+		if b.facts[m.Name], err = placement.MemberFromSecret(registrationSecret(m)); err != nil {
+			return out, err
+		}
+		if err := b.obs.watch(ctx, m.Name, m.Config); err != nil {
+			return out, err
+		}
+	}
+	if err := b.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+		return out, err
+	}
+	if b.mgr, err = startManagers(ctx, f.Hub.KubeconfigPath, dir, replicas, o); err != nil {
+		return out, err
+	}
+
+	// The floor first, with the replicas running and no member registered: they see none of it.
+	all := names(b.members)
+	g, err := newGroup(ctx, b.hub, "b", o.clusters, o.perNamespace, b.factsOf(b.members...), true)
+	if err != nil {
+		return out, err
+	}
+	before := b.snapshot(ctx)
+	start, _, err := pushGo(ctx, g, b.members, o.workers)
+	if err != nil {
+		return out, fmt.Errorf("floor: %w", err)
+	}
+	out.Floor = b.finish(ctx, before, g, all, start, nil)
+	b.logf("%s: floor %.2fs for %d objects", name, out.Floor.TotalSeconds, out.Floor.Objects)
+
+	b.logf("%s: registering %d members", name, n)
+	for _, m := range b.members {
+		if err := b.hub.Create(ctx, registrationSecret(m)); err != nil {
+			return out, err
+		}
+	}
+	if err := b.mgr.waitEngaged(ctx, all, 2*time.Minute); err != nil {
+		return out, err
+	}
+	_ = sleep(ctx, o.settle)
+	engaged, err := b.mgr.settledEach(ctx)
+	if err != nil {
+		return out, err
+	}
+
+	h, err := newGroup(ctx, b.hub, "h", o.clusters, o.perNamespace, b.factsOf(b.members...), false)
+	if err != nil {
+		return out, err
+	}
+	b.logf("%s: %d MySQLClusters onto %d members", name, o.clusters, n)
+	out.Convergence = b.mysqlfleetRun(ctx, name, h, b.members)
+	out.RatioFloor = ratio(out.Convergence.TotalSeconds, out.Floor.TotalSeconds)
+	b.logf("%s: mysqlfleet %.2fs (%.2fx the floor), %d missing, %.0f reconciles", name, out.Convergence.TotalSeconds,
+		out.RatioFloor, out.Convergence.Missing, out.Convergence.Manager["reconciles"])
+
+	out.Idle = b.idle(ctx)
+	b.logf("%s: idle writes over %s: hub %.0f, members %.0f", name, o.idle, out.Idle.HubWrites, out.Idle.MemberWrites)
+	converged, err := b.mgr.settledEach(ctx)
+	if err != nil {
+		return out, err
+	}
+	owners, err := b.mgr.owners(ctx, all)
+	if err != nil {
+		return out, err
+	}
+	for i, p := range b.mgr.live() {
+		r := ReplicaMem{Identity: p.identity, Engaged: engaged[i], Converged: converged[i]}
+		for _, q := range owners {
+			if q == p {
+				r.Members++
+			}
+		}
+		out.Replica = append(out.Replica, r)
+	}
+	if err := b.mgr.heapProfile(ctx, filepath.Join(dir, "manager-converged.heap.pprof")); err != nil {
+		b.logf("%s: heap profile: %v", name, err)
+	}
+	if replicas > 1 {
+		out.Takeover, err = b.takeover(ctx, h, owners)
+		if err != nil {
+			return out, fmt.Errorf("takeover: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// takeover kills -9 the replica that works in the most members of a converged fleet and times the others taking
+// its members over: until their caches are synced (the cold sync, from the first claim), and until they have
+// verified every object there (every MySQLCluster reconciled there since the kill); it counts their requests to
+// those members, and the writes and single-object reads those members' API servers served meanwhile.
+func (b *bench) takeover(ctx context.Context, h *group, owners map[string]*managerProc) (*Takeover, error) {
+	var victim *managerProc
+	count := map[*managerProc]int{}
+	for _, p := range owners {
+		count[p]++
+		if victim == nil || count[p] > count[victim] || count[p] == count[victim] && p.identity < victim.identity {
+			victim = p
+		}
+	}
+	t := &Takeover{Victim: victim.identity}
+	for m, p := range owners {
+		if p == victim {
+			t.Members = append(t.Members, m)
+		}
+	}
+	slices.Sort(t.Members)
+	survivors := slices.DeleteFunc(b.mgr.live(), func(p *managerProc) bool { return p == victim })
+	reqsBefore := scrapeFleet(ctx, b.clients)
+	countersBefore := map[*managerProc]map[string]float64{}
+	for _, p := range survivors {
+		countersBefore[p] = p.memberCounters(ctx)
+	}
+	// Every MySQLCluster of the run is placed on every member: verified means reconciled once more each.
+	perMember := float64(len(h.clusters))
+
+	b.logf("takeover: kill -9 %s, which works in %d members", victim.identity, len(t.Members))
+	killed := time.Now()
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return nil, err
+	}
+	<-victim.done
+	claimed, synced, verified := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	deadline := killed.Add(b.o.timeout)
+	for len(verified) < len(t.Members) && time.Now().Before(deadline) {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		claims, err := b.claims(ctx)
+		if err != nil {
+			continue
+		}
+		for _, m := range t.Members {
+			// The new owner stamps the claim when it takes it (same host, same clock).
+			if l := claims[m]; l != nil && ptr.Deref(l.Spec.HolderIdentity, "") != victim.identity && l.Spec.AcquireTime != nil {
+				claimed[m] = l.Spec.AcquireTime.Time
+			}
+		}
+		for _, p := range survivors {
+			if at, err := p.engagedAt(ctx); err == nil {
+				for _, m := range t.Members {
+					if ts, ok := at[m]; ok {
+						synced[m] = ts
+					}
+				}
+			}
+			c := p.memberCounters(ctx)
+			for _, m := range t.Members {
+				if _, ok := verified[m]; !ok && c[m+"/reconciles"]-countersBefore[p][m+"/reconciles"] >= perMember {
+					verified[m] = now
+				}
+			}
+		}
+	}
+	t.Missing = len(t.Members) - len(verified)
+	first := earliest(claimed)
+	t.ClaimedAfterSeconds = seconds(first.Sub(killed))
+	t.CacheSyncSeconds = seconds(latest(synced).Sub(first))
+	t.VerifiedSeconds = seconds(latest(verified).Sub(first))
+	t.Ratio = ratio(t.VerifiedSeconds, t.CacheSyncSeconds)
+
+	t.OwnerRequests = map[string]float64{}
+	for _, p := range survivors {
+		c := p.memberCounters(ctx)
+		for _, m := range t.Members {
+			for _, verb := range requestVerbs {
+				if d := c[m+"/"+verb] - countersBefore[p][m+"/"+verb]; d != 0 {
+					t.OwnerRequests[verb] += d
+				}
+			}
+		}
+	}
+	after := scrapeFleet(ctx, b.clients).delta(reqsBefore)
+	for _, m := range t.Members {
+		w, _ := after[m].writes(false)
+		t.MemberWrites += w
+		for k, v := range after[m] {
+			if res, verb := splitKey(k); verb == "GET" && ourResource[res] {
+				t.MemberGets += v
+			}
+		}
+	}
+	b.logf("takeover: claimed %.2fs after the kill; caches synced %.2fs and every object verified %.2fs after the first claim (%.2fx); requests %v; member writes %.0f, gets %.0f",
+		t.ClaimedAfterSeconds, t.CacheSyncSeconds, t.VerifiedSeconds, t.Ratio, t.OwnerRequests, t.MemberWrites, t.MemberGets)
+	return t, nil
+}
+
+// ourResource are the member resources mysqlfleet writes, by the API server's resource names.
+var ourResource = map[string]bool{
+	"namespaces": true, "secrets": true, "configmaps": true, "services": true, "persistentvolumeclaims": true,
+	"statefulsets": true, "poddisruptionbudgets": true, "cronjobs": true, "jobs": true,
+}
+
+// requestVerbs are the verbs of mysqlfleet_member_requests_total.
+var requestVerbs = []string{"get", "list", "watch", "create", "update", "patch", "apply", "delete", "discovery"}
+
+// memberCounters reads a replica's per-member counters: "<member>/reconciles" and "<member>/<verb>".
+func (p *managerProc) memberCounters(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	raw, err := p.managerMetrics(ctx)
+	if err != nil {
+		return out
+	}
+	for _, s := range parseMetric(raw, "mysqlfleet_member_reconciles_total") {
+		out[s.labels["member"]+"/reconciles"] += s.value
+	}
+	for _, s := range parseMetric(raw, "mysqlfleet_member_requests_total") {
+		out[s.labels["member"]+"/"+s.labels["verb"]] += s.value
+	}
+	return out
+}
+
+// claims reads the members' claim Leases on the hub, by member.
+func (b *bench) claims(ctx context.Context) (map[string]*coordinationv1.Lease, error) {
+	var list coordinationv1.LeaseList
+	if err := b.hub.List(ctx, &list, client.InNamespace(managerNamespace), client.MatchingLabels{shard.LeaseLabel: shard.MemberLease}); err != nil {
+		return nil, err
+	}
+	out := map[string]*coordinationv1.Lease{}
+	for i := range list.Items {
+		out[list.Items[i].Annotations[shard.MemberAnnotation]] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func earliest(ts map[string]time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if out.IsZero() || t.Before(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func latest(ts map[string]time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
+}
