@@ -372,29 +372,6 @@ func (p *managerProc) engaged(ctx context.Context, members []string) (map[string
 	return out, nil
 }
 
-// waitEngaged waits until every named member is engaged with the manager.
-func (p *managerProc) waitEngaged(ctx context.Context, members []string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		got, err := p.engaged(ctx, members)
-		if err == nil && len(got) == len(members) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			var missing []string
-			for _, m := range members {
-				if !got[m] {
-					missing = append(missing, m)
-				}
-			}
-			return fmt.Errorf("members not engaged after %s: %v (%v)", timeout, missing, err)
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
 // engagedAt tells when the replica first had each of its members engaged.
 func (p *managerProc) engagedAt(ctx context.Context) (map[string]time.Time, error) {
 	body, err := p.get(ctx, "/bench/engaged-at")

@@ -174,31 +174,31 @@ const scaleLegend = `How to read this (scale profile):
 
 func printScale(out io.Writer, r *ScaleResults) {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "SCALE\tmembers\tobjects\tfloor\t1 replica\t%d replicas\tratio\theap 1 (MiB)\theap max/%d (MiB)\tRSS 1 / max (MiB)\n",
+	_, _ = fmt.Fprintf(w, "SCALE\tmembers\tobjects\tfloor\t1 replica\t%d replicas\tratio\theap 1 (MiB)\theap max/%d (MiB)\tRSS 1 / max (MiB)\n",
 		r.Params.Replicas, r.Params.Replicas)
 	for _, s := range r.Sizes {
 		var shares []string
 		for _, m := range s.Sharded.Replica {
 			shares = append(shares, fmt.Sprintf("%s %d", m.Identity, m.Members))
 		}
-		fmt.Fprintf(w, "\t%d\t%d\t%s / %s\t%s (%.2fx)\t%s (%.2fx)\t%.2fx\t%.1f\t%.1f (%.2fx)\t%.1f / %.1f\n",
+		_, _ = fmt.Fprintf(w, "\t%d\t%d\t%s / %s\t%s (%.2fx)\t%s (%.2fx)\t%.2fx\t%.1f\t%.1f (%.2fx)\t%.1f / %.1f\n",
 			s.Members, s.Single.Convergence.Objects, fmtSec(s.Single.Floor.TotalSeconds), fmtSec(s.Sharded.Floor.TotalSeconds),
 			fmtSec(s.Single.Convergence.TotalSeconds), s.Single.RatioFloor, fmtSec(s.Sharded.Convergence.TotalSeconds),
 			s.Sharded.RatioFloor, s.ConvergenceRatio, s.Single.heapMiB(), s.Sharded.maxHeapMiB(), s.HeapRatio,
 			s.Single.maxRSSMiB(), s.Sharded.maxRSSMiB())
-		fmt.Fprintf(w, "\t\tshares: %s\n", strings.Join(shares, ", "))
+		_, _ = fmt.Fprintf(w, "\t\tshares: %s\n", strings.Join(shares, ", "))
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "TAKEOVER\tmembers\tvictim (members)\tclaimed after\tcache sync\tverified\tratio\towner requests\tmember writes / GETs")
+	_, _ = fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, "TAKEOVER\tmembers\tvictim (members)\tclaimed after\tcache sync\tverified\tratio\towner requests\tmember writes / GETs")
 	for _, s := range r.Sizes {
 		if t := s.Sharded.Takeover; t != nil {
-			fmt.Fprintf(w, "\t%d\t%s (%d)\t%s\t%s\t%s\t%.2fx\t%s\t%.0f / %.0f\n", s.Members, t.Victim, len(t.Members),
+			_, _ = fmt.Fprintf(w, "\t%d\t%s (%d)\t%s\t%s\t%s\t%.2fx\t%s\t%.0f / %.0f\n", s.Members, t.Victim, len(t.Members),
 				fmtSec(t.ClaimedAfterSeconds), fmtSec(t.CacheSyncSeconds), fmtSec(t.VerifiedSeconds), t.Ratio,
 				fmtCounters(t.OwnerRequests), t.MemberWrites, t.MemberGets)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "TARGETS\tvalue\ttarget\t")
+	_, _ = fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, "TARGETS\tvalue\ttarget\t")
 	for _, t := range r.Targets {
 		verdict := "met"
 		switch {
@@ -207,10 +207,10 @@ func printScale(out io.Writer, r *ScaleResults) {
 		case !t.Met:
 			verdict = "MISSED"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", t.Name, t.Value, t.Target, verdict)
+		_, _ = fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", t.Name, t.Value, t.Target, verdict)
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "ERROR\t%s\n", e)
+		_, _ = fmt.Fprintf(w, "ERROR\t%s\n", e)
 	}
 	_ = w.Flush()
 }

@@ -52,8 +52,10 @@ func MemberObjects() []client.Object {
 
 // MySQLClusterReconciler reconciles MySQLClusters on the hub into their members.
 type MySQLClusterReconciler struct {
-	// Hub reads and writes MySQLClusters and credentials on the hub.
-	Hub client.Client
+	// Hub reads and writes MySQLClusters and credentials on the hub; HubReader reads from its API server, not
+	// the cache, where a write must be computed against the latest object (sharded status rows).
+	Hub       client.Client
+	HubReader client.Reader
 	// Fleet knows the registered members and their clusters.
 	Fleet *fleet.Provider
 	// Recorder emits Events on MySQLClusters.

@@ -3,14 +3,11 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +17,6 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	v1alpha1ac "github.com/mysqlfleet/mysqlfleet/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 )
 
@@ -28,14 +24,10 @@ import (
 // MySQLCluster's status:
 //
 //   - every replica reconciles every MySQLCluster, but only in the members whose claims it holds, and writes
-//     those members' rows of status.members with server-side apply, each row under a field manager named after
-//     its member (memberFieldManager), whichever replica writes it. A field manager per replica would leave a
-//     row's fields with the replica that wrote them last before it died: the next owner's apply could then not
-//     remove a field it no longer sets (a lastError, a condition), since the dead replica would still own it.
-//     Named after the member, a row is always applied by the same manager, as one writer would apply it;
+//     those members' rows of status.members (rows.go: one JSON patch per pass, each row replaced whole);
 //   - the elected leader (the Lease of --leader-election-id) alone writes the rest of the status, computed from
-//     the rows (summary.go), under the field manager mysqlfleet, and removes the rows of members no longer
-//     placed; it also writes the finalizers and ends deletions.
+//     the rows (summary.go), and removes the rows of members no longer placed; it also puts the finalizers on
+//     and ends deletions.
 //
 // A member's objects are written only once the MySQLCluster carries the member's finalizer
 // (memberFinalizerPrefix + member), which the leader puts on when it first places the MySQLCluster there and
@@ -63,9 +55,6 @@ func isMemberFinalizer(f string) bool {
 func unshardedFinalizers(c *v1alpha1.MySQLCluster) bool {
 	return slices.Contains(c.Finalizers, v1alpha1.Finalizer) && !slices.Contains(c.Finalizers, shardedFinalizer)
 }
-
-// memberFieldManager is the field manager of a member's row in status.members.
-func memberFieldManager(member string) string { return v1alpha1.FieldManager + "/member/" + member }
 
 // finalizersChanged passes updates whose finalizers changed: a member's finalizer is what an owner waits for.
 func finalizersChanged() predicate.Predicate {
@@ -133,7 +122,7 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 	// A member handed over during the pass is the next owner's to report: what this pass saw there is about
 	// work it stopped (its requests were ended when the member was let go).
 	s.members = slices.DeleteFunc(s.members, func(m v1alpha1.MemberStatus) bool { return r.Fleet.Leaving(m.Name) })
-	if err := r.applyRows(ctx, c, s.before, s.members); err != nil {
+	if err := r.writeRows(ctx, c, s.before, s.members, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.emitRowEvents(s)
@@ -145,56 +134,6 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 		ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the leader to put the members' finalizers on")
 	}
 	return ctrl.Result{}, nil
-}
-
-// applyRows writes each row that differs from the hub's, each under its member's field manager, all at once.
-func (r *MySQLClusterReconciler) applyRows(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus,
-	rows []v1alpha1.MemberStatus) error {
-	errs := make([]error, len(rows))
-	var wg sync.WaitGroup
-	for i := range rows {
-		if was := findRow(before, rows[i].Name); was != nil && equality.Semantic.DeepEqual(*was, rows[i]) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.applyRow(ctx, c, rows[i].Name, &rows[i])
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// applyRow applies one member's row, or with a nil row removes it (an apply that sets nothing drops what the
-// member's field manager owned). The UID makes it fail on a MySQLCluster recreated under the same name.
-func (r *MySQLClusterReconciler) applyRow(ctx context.Context, c *v1alpha1.MySQLCluster, member string, row *v1alpha1.MemberStatus) error {
-	ac := v1alpha1ac.MySQLCluster(c.Name, c.Namespace).WithUID(c.UID)
-	if row != nil {
-		rowAC, err := rowApplyConfiguration(row)
-		if err != nil {
-			return err
-		}
-		ac.WithStatus(v1alpha1ac.MySQLClusterStatus().WithMembers(rowAC))
-	}
-	err := r.Hub.Status().Apply(ctx, ac, client.FieldOwner(memberFieldManager(member)), client.ForceOwnership)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to write the status of member %s in %s/%s: %w", member, c.Namespace, c.Name, err)
-	}
-	return nil
-}
-
-// rowApplyConfiguration is the apply configuration of a computed row: every field it has, as JSON has them.
-func rowApplyConfiguration(row *v1alpha1.MemberStatus) (*v1alpha1ac.MemberStatusApplyConfiguration, error) {
-	data, err := json.Marshal(row)
-	if err != nil {
-		return nil, err
-	}
-	ac := &v1alpha1ac.MemberStatusApplyConfiguration{}
-	if err := json.Unmarshal(data, ac); err != nil {
-		return nil, err
-	}
-	return ac, nil
 }
 
 // findRow is a member's row in a status, nil if it has none.

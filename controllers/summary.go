@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,8 +34,9 @@ import (
 )
 
 // setupSummary registers, sharded, the controller that runs on the elected leader only: it computes each
-// MySQLCluster's summary from the rows the replicas wrote, removes the rows of members no longer placed, puts the
-// finalizers on and ends deletions. It never talks to a member.
+// MySQLCluster's summary from the rows the replicas wrote and writes it (a merge patch of the fields other than
+// the rows), removes the rows of members no longer placed, puts the finalizers on and ends deletions. It never
+// talks to a member.
 func (r *MySQLClusterReconciler) setupSummary(mgr mcmanager.Manager) error {
 	r.summaryChanged = make(chan event.GenericEvent, 1)
 	return mcbuilder.ControllerManagedBy(mgr).
@@ -93,9 +93,6 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
-	if retry, err := adoptUpdatedStatus(ctx, r.Hub, c); err != nil || retry {
-		return ctrl.Result{RequeueAfter: time.Second}, err
-	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.finishShare(ctx, c)
 	}
@@ -115,13 +112,10 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 		c.Status.ObservedGeneration = s.before.ObservedGeneration
 	}
 	c.Status.Members = s.before.Members // the rows are their owners' to write
-	if err := r.dropRows(ctx, s); err != nil {
+	if err := r.writeRows(ctx, c, s.before, nil, notPlaced(s)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.applySummary(ctx, c, s.before); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
+	if err := r.writeSummary(ctx, c, s.before); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.emitTransitions(s)
@@ -175,43 +169,20 @@ func rowsCurrent(rows []v1alpha1.MemberStatus, generation int64) bool {
 	return true
 }
 
-// dropRows removes the rows of members the MySQLCluster is no longer placed on (or that left the registry):
-// an apply that sets nothing under the member's field manager.
-func (r *MySQLClusterReconciler) dropRows(ctx context.Context, s *scope) error {
+// notPlaced are the members with a row whom the MySQLCluster is no longer placed on (or who left the registry):
+// their rows go.
+func notPlaced(s *scope) []string {
 	placed := map[string]bool{}
 	for _, m := range s.placed {
 		placed[m.Name] = true
 	}
-	var errs []error
+	var out []string
 	for _, row := range s.before.Members {
 		if !placed[row.Name] {
-			errs = append(errs, r.applyRow(ctx, s.cluster, row.Name, nil))
+			out = append(out, row.Name)
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// applySummary writes the status fields other than the rows, under the field manager mysqlfleet, when they
-// changed.
-func (r *MySQLClusterReconciler) applySummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
-	want, was := c.Status.DeepCopy(), before.DeepCopy()
-	want.Members, was.Members = nil, nil
-	if equality.Semantic.DeepEqual(want, was) {
-		return nil
-	}
-	data, err := json.Marshal(want)
-	if err != nil {
-		return err
-	}
-	st := &v1alpha1ac.MySQLClusterStatusApplyConfiguration{}
-	if err := json.Unmarshal(data, st); err != nil {
-		return err
-	}
-	ac := v1alpha1ac.MySQLCluster(c.Name, c.Namespace).WithUID(c.UID).WithStatus(st)
-	if err := r.Hub.Status().Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	return nil
+	return out
 }
 
 // putFinalizers puts on the MySQLCluster's own finalizer, the mark of sharded replicas and a finalizer for each
@@ -257,7 +228,6 @@ func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) er
 	return nil
 }
 
-
 // finishShare ends a deletion, sharded: once every member's finalizer is off (each owner takes its members' off
 // when they are torn down), or when the deletion timeout or force-detach gives up on those left, it removes the
 // MySQLCluster's own finalizer. Members no longer registered cannot be reached: their finalizers go at once, as
@@ -271,7 +241,7 @@ func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.My
 	c.Status.Phase = v1alpha1.PhaseDeleting
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha1.ReasonDeleting, Message: "deleting from members", ObservedGeneration: c.Generation})
-	if err := r.applySummary(ctx, c, before); err != nil {
+	if err := r.writeSummary(ctx, c, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	registered := map[string]bool{}

@@ -164,7 +164,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		return nil, err
 	}
 	local := mgr.GetLocalManager()
-	r.Hub = local.GetClient()
+	r.Hub, r.HubReader = local.GetClient(), local.GetAPIReader()
 	r.Fleet = provider
 	r.Recorder = local.GetEventRecorder("mysqlfleet")
 	if sh != nil {

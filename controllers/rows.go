@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// Sharded, the rows of status.members are written by several replicas at once, each its own members' rows, and
+// the rest of the status by the leader. Each replica writes all its rows that changed in one JSON patch of the
+// status subresource, every operation guarded by a test:
+//
+//   - a row already there is replaced whole, after a test that the entry at its index still names its member, so
+//     a row never keeps a field its writer no longer sets (a lastError once the member converged, a plan once the
+//     MySQLCluster is unpaused), whoever wrote the row before;
+//   - a new row is appended; the API server refuses a second row of one member (status.members is a map list
+//     keyed by name), so two writers cannot both add it;
+//   - with no rows at all yet, the whole status is written once, after a test of the resourceVersion.
+//
+// A patch whose test fails changed nothing; it is computed again from the MySQLCluster as the API server has it
+// now. Patches of different replicas touch different rows and never conflict otherwise: one write per replica
+// and pass, however many members it works in. Server-side apply was the other candidate: it would have to write
+// each row under a field manager of its own (a replica's manager would keep a dead replica's fields in the rows it
+// took over), so one write per row, which at 30 members is 30 writes where this is at most one per replica.
+
+// jsonPatchOp is one operation of a JSON patch (RFC 6902).
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// rowPatch is the JSON patch that writes rows into the status of c as read, and removes the rows of the members
+// in drop. Its first test is of the UID: a MySQLCluster recreated under the same name is not written.
+func rowPatch(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus, drop []string) []jsonPatchOp {
+	st := &c.Status
+	uid := jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: c.UID}
+	if len(st.Members) == 0 && len(rows) > 0 {
+		whole := st.DeepCopy()
+		whole.Members = rows
+		return []jsonPatchOp{uid, {Op: "test", Path: "/metadata/resourceVersion", Value: c.ResourceVersion},
+			{Op: "add", Path: "/status", Value: whole}}
+	}
+	ops := []jsonPatchOp{uid}
+	for _, row := range rows {
+		i := slices.IndexFunc(st.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == row.Name })
+		if i < 0 {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/members/-", Value: row})
+			continue
+		}
+		path := fmt.Sprintf("/status/members/%d", i)
+		ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: row.Name}, jsonPatchOp{Op: "replace", Path: path, Value: row})
+	}
+	// Removals last, from the highest index down, so that no removal moves an index another operation names.
+	for i := len(st.Members) - 1; i >= 0; i-- {
+		if slices.Contains(drop, st.Members[i].Name) {
+			path := fmt.Sprintf("/status/members/%d", i)
+			ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: st.Members[i].Name}, jsonPatchOp{Op: "remove", Path: path})
+		}
+	}
+	return ops
+}
+
+// writeRows writes the rows that differ from the status as read (before) and removes the rows of the members in
+// drop; nothing when nothing changed. c is the MySQLCluster as the pass read it.
+func (r *MySQLClusterReconciler) writeRows(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus,
+	rows []v1alpha1.MemberStatus, drop []string) error {
+	var changed []v1alpha1.MemberStatus
+	for _, row := range rows {
+		if was := findRow(before, row.Name); was == nil || !equality.Semantic.DeepEqual(*was, row) {
+			changed = append(changed, row)
+		}
+	}
+	drop = slices.DeleteFunc(slices.Clone(drop), func(m string) bool { return findRow(before, m) == nil })
+	if len(changed)+len(drop) == 0 || len(changed) == 0 && len(before.Members) == 0 {
+		return nil
+	}
+	obj := c.DeepCopy()
+	obj.Status = *before.DeepCopy()
+	for attempt := 0; ; attempt++ {
+		patch, err := json.Marshal(rowPatch(obj, changed, drop))
+		if err != nil {
+			return err
+		}
+		err = r.Hub.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) || attempt == 2:
+			return fmt.Errorf("failed to write the status rows of %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		// A test failed or a row was added meanwhile: read the status as it is now and write against that.
+		if err := r.reader().Get(ctx, client.ObjectKeyFromObject(c), obj); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if obj.UID != c.UID {
+			return nil // another MySQLCluster of the same name
+		}
+	}
+}
+
+// reader reads MySQLClusters from the hub's API server, for a write that must not be computed against a cache
+// that is behind.
+func (r *MySQLClusterReconciler) reader() client.Reader {
+	if r.HubReader != nil {
+		return r.HubReader
+	}
+	return r.Hub
+}
+
+// writeSummary writes the status fields other than the rows (the leader's part), with a merge patch of what
+// changed since before: the rows are not in it, so it never touches another replica's writes.
+func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
+	base, want := c.DeepCopy(), c.DeepCopy()
+	base.Status = *before.DeepCopy()
+	base.Status.Members, want.Status.Members = nil, nil
+	if equality.Semantic.DeepEqual(base.Status, want.Status) {
+		return nil
+	}
+	// The UID in the patch makes it fail on a MySQLCluster recreated under the same name (a UID cannot change).
+	base.UID = ""
+	if err := r.Hub.Status().Patch(ctx, want, client.MergeFrom(base), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err))
+	}
+	return nil
+}
