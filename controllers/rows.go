@@ -42,7 +42,7 @@ type jsonPatchOp struct {
 // in drop. Its first test is of the UID: a MySQLCluster recreated under the same name is not written.
 func rowPatch(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus, drop []string) []jsonPatchOp {
 	st := &c.Status
-	uid := jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: c.UID}
+	uid := jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: string(c.UID)}
 	if len(st.Members) == 0 && len(rows) > 0 {
 		whole := st.DeepCopy()
 		whole.Members = rows
