@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -240,7 +241,22 @@ func (b *bench) takeover(ctx context.Context, h *group, owners map[string]*manag
 		countersBefore[p] = p.memberCounters(ctx)
 	}
 	// Every MySQLCluster of the run is placed on every member: verified means reconciled once more each.
-	perMember := float64(len(h.clusters))
+	for _, p := range survivors {
+		if err := p.startVerify(ctx, t.Members, len(h.clusters)); err != nil {
+			return nil, err
+		}
+	}
+	dir := filepath.Join(b.profDir, "takeover-"+strconv.Itoa(len(owners)))
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		for _, p := range survivors {
+			_ = p.startCPUProfile(ctx, filepath.Join(dir, "manager-"+p.identity+".cpu.pprof"))
+		}
+		defer func() {
+			for _, p := range survivors {
+				_ = p.stopCPUProfile(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 
 	b.logf("takeover: kill -9 %s, which works in %d members", victim.identity, len(t.Members))
 	killed := time.Now()
@@ -254,7 +270,6 @@ func (b *bench) takeover(ctx context.Context, h *group, owners map[string]*manag
 		if err := sleep(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
 		}
-		now := time.Now()
 		claims, err := b.claims(ctx)
 		if err != nil {
 			continue
@@ -273,10 +288,9 @@ func (b *bench) takeover(ctx context.Context, h *group, owners map[string]*manag
 					}
 				}
 			}
-			c := p.memberCounters(ctx)
-			for _, m := range t.Members {
-				if _, ok := verified[m]; !ok && c[m+"/reconciles"]-countersBefore[p][m+"/reconciles"] >= perMember {
-					verified[m] = now
+			if at, err := p.verifiedAt(ctx); err == nil {
+				for m, ts := range at {
+					verified[m] = ts
 				}
 			}
 		}
