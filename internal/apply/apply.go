@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"golang.org/x/sync/singleflight"
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +24,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,6 +127,69 @@ func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Res
 	return Result{}, fmt.Errorf("no apply support for %T", obj)
 }
 
+// AppliedAnnotation holds, on every object mysqlfleet applies, the digest of what it applied (the desired object
+// without this annotation). With managedFields it lets a manager that meets an object version for the first time
+// (after a restart, or in a member it took over from another replica) verify it without comparing it field by
+// field: see heldSinceApplied.
+const AppliedAnnotation = "mysqlfleet.io/applied"
+
+// heldSinceApplied tells whether the object holds what the digest describes, from its metadata alone: its
+// AppliedAnnotation is the digest, and no field manager but mysqlfleet's apply has written the object itself
+// (status aside) since that apply. Every write records its manager and time in managedFields, and mysqlfleet
+// applies with force, so at its last apply every field it owns held what it applied; a later write by anyone
+// else shows as an entry newer than the apply's. managedFields times have a resolution of a second: an entry
+// of the same second as the apply may be later, and the answer is then no (the caller compares field by field).
+func heldSinceApplied(obj client.Object, digest uint64) bool {
+	if digest == 0 || obj.GetAnnotations()[AppliedAnnotation] != strconv.FormatUint(digest, 16) {
+		return false
+	}
+	var applied *metav1.Time
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+			applied = f.Time
+		}
+	}
+	if applied == nil {
+		return false
+	}
+	for _, f := range obj.GetManagedFields() {
+		if f.Subresource != "" || f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			continue
+		}
+		if f.Time == nil || !f.Time.Before(applied) {
+			return false
+		}
+	}
+	return true
+}
+
+// setApplied sets the AppliedAnnotation of an apply configuration, or with "" removes it.
+func setApplied(ac any, digest string) {
+	v := reflect.ValueOf(ac)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	f := v.Elem().FieldByName("ObjectMetaApplyConfiguration")
+	if !f.IsValid() {
+		return
+	}
+	if f.IsNil() {
+		if digest == "" {
+			return
+		}
+		f.Set(reflect.ValueOf(&metav1ac.ObjectMetaApplyConfiguration{}))
+	}
+	meta := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration)
+	if digest != "" {
+		meta.WithAnnotations(map[string]string{AppliedAnnotation: digest})
+		return
+	}
+	delete(meta.Annotations, AppliedAnnotation)
+	if len(meta.Annotations) == 0 {
+		meta.Annotations = nil
+	}
+}
+
 // appliedBy tells whether the object carries the field manager's apply entry in managedFields.
 func appliedBy(obj client.Object, manager string) bool {
 	for _, f := range obj.GetManagedFields() {
@@ -167,6 +232,10 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 		return Result{}, err
 	case cached && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
 		return Result{Action: ActionUnchanged}, nil
+	case cached && !a.DryRun && heldSinceApplied(live, digest):
+		// Applied as wanted and written by nobody since: verified without comparing field by field.
+		a.Memory.verified.set(key, live.GetResourceVersion(), digest)
+		return Result{Action: ActionUnchanged}, nil
 	}
 	// The member cache keeps mysqlfleet's own apply entry of managedFields (and only that one), so a cached
 	// object says which of its fields are ours: a version not verified yet (after a restart, or in a member this
@@ -199,6 +268,9 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 		if err != nil {
 			return Result{}, err
 		}
+		// The digest of what was applied is no part of what is wanted: an object applied by an earlier release,
+		// without it, that holds what is wanted needs no write.
+		setApplied(owned, "")
 		if out.Adopted == nil && equality.Semantic.DeepEqual(owned, desired) {
 			a.Memory.verified.set(key, live.GetResourceVersion(), digest)
 			return Result{Action: ActionUnchanged}, nil
@@ -211,6 +283,7 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	if a.DryRun {
 		return out, nil
 	}
+	setApplied(desired, strconv.FormatUint(digest, 16))
 	a.Memory.echoes.begin(key)
 	err = a.Client.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 	written := ""

@@ -31,26 +31,28 @@ func memberCacheOptions(namespaces []string) cache.Options {
 	return o
 }
 
-// trimForCache drops, before a member object enters the cache, what the manager never reads from the cache:
-// other field managers' managedFields entries and kubectl's last-applied-configuration annotation, a second copy
-// of the object. mysqlfleet's own apply entry stays: it is what the applier compares with the desired object
-// when it meets a version it has not verified yet (written by someone else since, or first seen after a restart
-// or by a replica that took the member over), and with it in the cache that check costs no request.
+// trimForCache drops, before a member object enters the cache, what the manager never reads from the cache: the
+// fields of other field managers' managedFields entries (who wrote and when stay) and kubectl's
+// last-applied-configuration annotation, a second copy of the object. mysqlfleet's own apply entry stays whole:
+// with the others' times it is how the applier checks a version it has not verified yet (written by someone else
+// since, or first seen after a restart or by a replica that took the member over) without a request.
 func trimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil // not an object (a tombstone): nothing to trim
 	}
-	// Nil-checked: setting nil on an object that has none trips kubernetes/kubernetes#124337.
+	// The other entries keep who wrote and when, not which fields: the applier's check of an object it has not
+	// verified yet asks whether anyone wrote it after mysqlfleet's last apply.
 	if fields := obj.GetManagedFields(); fields != nil {
-		var own []metav1.ManagedFieldsEntry
-		for _, f := range fields {
-			if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
-				own = append(own, f)
+		trimmed := false
+		for i := range fields {
+			f := &fields[i]
+			if f.FieldsV1 != nil && (f.Manager != v1alpha1.FieldManager || f.Operation != metav1.ManagedFieldsOperationApply || f.Subresource != "") {
+				f.FieldsV1, trimmed = nil, true
 			}
 		}
-		if len(own) != len(fields) {
-			obj.SetManagedFields(own)
+		if trimmed {
+			obj.SetManagedFields(fields)
 		}
 	}
 	if a := obj.GetAnnotations(); a != nil {

@@ -11,24 +11,30 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 )
 
-func TestTrimForCacheKeepsOnlyOwnApplyEntryAndDropsLastApplied(t *testing.T) {
+func TestTrimForCacheKeepsOnlyOwnApplyFieldsAndDropsLastApplied(t *testing.T) {
 	g := NewWithT(t)
+	at := metav1.Now()
+	fields := metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{
 		Name: "db", Namespace: "shop",
 		Annotations: map[string]string{lastAppliedAnnotation: `{"big":"copy"}`, "team": "payments"},
 		ManagedFields: []metav1.ManagedFieldsEntry{
-			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
-			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &at, FieldsV1: fields},
+			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: &at, FieldsV1: fields},
 			// mysqlfleet's own patches (claim adoption) are no part of what it applies.
-			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate},
-			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
+			{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsV1: fields},
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: &at, FieldsV1: fields},
 		},
 	}}
 	out, err := trimForCache(sts)
 	g.Expect(err).NotTo(HaveOccurred())
 	got := out.(*appsv1.StatefulSet)
+	// Who wrote and when stay; which fields, only for mysqlfleet's apply.
 	g.Expect(got.ManagedFields).To(Equal([]metav1.ManagedFieldsEntry{
-		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &at},
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: &at, FieldsV1: fields},
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: &at},
 	}))
 	g.Expect(got.Annotations).To(Equal(map[string]string{"team": "payments"}))
 }
