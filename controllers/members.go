@@ -70,7 +70,12 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, s *sc
 			Type: corev1.SecretTypeOpaque,
 		}
 		addPasswords(&secret)
-		if err := r.Hub.Create(ctx, &secret); err != nil {
+		if err := r.Hub.Create(ctx, &secret); apierrors.IsAlreadyExists(err) {
+			// Made meanwhile (sharded replicas, or a cache behind): use those.
+			if err := r.reader().Get(ctx, key, &secret); err != nil {
+				return fmt.Errorf("failed to read credentials Secret %s: %w", key, err)
+			}
+		} else if err != nil {
 			return fmt.Errorf("failed to create credentials Secret %s: %w", key, err)
 		}
 	case err != nil:

@@ -23,7 +23,10 @@ import (
 //     MySQLCluster is unpaused), whoever wrote the row before;
 //   - a new row is appended; the API server refuses a second row of one member (status.members is a map list
 //     keyed by name), so two writers cannot both add it;
-//   - with no rows at all yet, the whole status is written once, after a test of the resourceVersion.
+//   - the leader's first status write holds an empty list of rows, before any replica may write one (they wait
+//     for the finalizers it puts on afterwards), so that the rows are only ever replaced or appended; without the
+//     list (a MySQLCluster whose leader stopped between the two), the whole status is written once, after a test
+//     of the resourceVersion.
 //
 // A patch whose test fails changed nothing; it is computed again from the MySQLCluster as the API server has it
 // now. Patches of different replicas touch different rows and never conflict otherwise: one write per replica
@@ -43,7 +46,7 @@ type jsonPatchOp struct {
 func rowPatch(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus, drop []string) []jsonPatchOp {
 	st := &c.Status
 	uid := jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: string(c.UID)}
-	if len(st.Members) == 0 && len(rows) > 0 {
+	if st.Members == nil && len(rows) > 0 {
 		whole := st.DeepCopy()
 		whole.Members = rows
 		return []jsonPatchOp{uid, {Op: "test", Path: "/metadata/resourceVersion", Value: c.ResourceVersion},
@@ -127,7 +130,29 @@ func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.M
 	}
 	// The UID in the patch makes it fail on a MySQLCluster recreated under the same name (a UID cannot change).
 	base.UID = ""
-	if err := r.Hub.Status().Patch(ctx, want, client.MergeFrom(base), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	patch := client.MergeFrom(base)
+	if equality.Semantic.DeepEqual(*before, v1alpha1.MySQLClusterStatus{}) {
+		// The first status write of all: it brings the empty list of rows the replicas append theirs to.
+		data, err := patch.Data(want)
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return err
+		}
+		st, _ := doc["status"].(map[string]any)
+		if st == nil {
+			st = map[string]any{}
+			doc["status"] = st
+		}
+		st["members"] = []any{}
+		if data, err = json.Marshal(doc); err != nil {
+			return err
+		}
+		patch = client.RawPatch(types.MergePatchType, data)
+	}
+	if err := r.Hub.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return nil

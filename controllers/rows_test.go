@@ -25,6 +25,11 @@ func TestRowPatch(t *testing.T) {
 				{Op: "add", Path: "/status", Value: &v1alpha1.MySQLClusterStatus{Phase: v1alpha1.PhaseProgressing,
 					Members: []v1alpha1.MemberStatus{row("a", v1alpha1.PhaseReady)}}}},
 		},
+		"an empty list of rows (the leader's first write): appended to": {
+			have: []v1alpha1.MemberStatus{},
+			rows: []v1alpha1.MemberStatus{row("a", v1alpha1.PhaseReady)},
+			want: []jsonPatchOp{uid, {Op: "add", Path: "/status/members/-", Value: row("a", v1alpha1.PhaseReady)}},
+		},
 		"a row there is replaced whole where its member still is; a new one appended": {
 			have: []v1alpha1.MemberStatus{row("a", v1alpha1.PhaseProgressing), row("b", v1alpha1.PhaseProgressing)},
 			rows: []v1alpha1.MemberStatus{row("b", v1alpha1.PhaseReady), row("c", v1alpha1.PhaseReady)},

@@ -111,9 +111,6 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 	if len(s.placed) > 0 {
 		r.resolveRestore(ctx, s)
 		if err := r.reconcileCredentials(ctx, s); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: time.Second}, nil // another replica made them first
-			}
 			return ctrl.Result{}, err
 		}
 		r.reconcileMembers(ctx, s)

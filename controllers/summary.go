@@ -98,9 +98,6 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 	}
 	s := &scope{cluster: c, before: c.Status.DeepCopy()}
 	r.resolvePlacement(s)
-	if err := r.putFinalizers(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
 	r.resolveRestore(ctx, s)
 	if s.restoreErr != nil && !errors.Is(s.restoreErr, render.ErrInvalid) {
 		return ctrl.Result{}, s.restoreErr // the hub did not answer: nothing to say yet
@@ -116,6 +113,16 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 		return ctrl.Result{}, err
 	}
 	if err := r.writeSummary(ctx, c, s.before); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The credentials and the finalizers come last: the owners start writing into members once they see the
+	// finalizers, and then find the credentials made and the status ready for their rows (see writeSummary).
+	if len(s.placed) > 0 {
+		if err := r.reconcileCredentials(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.putFinalizers(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.emitTransitions(s)
