@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,9 @@ func (r *MySQLClusterReconciler) setupSummary(mgr mcmanager.Manager) error {
 			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false),
 			mcbuilder.WithPredicates(predicate.Or(intentChanged(), finalizersChanged(), rowsChanged()))).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
-			MaxConcurrentReconciles: 8,
+			// As many as the owners': a new MySQLCluster waits for this pass (its finalizers) before any owner
+			// writes into a member.
+			MaxConcurrentReconciles: 32,
 			SkipNameValidation:      mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
 		}).
 		WatchesRawSource(source.TypedChannel(r.summaryChanged, handler.TypedFuncs[client.Object, mcreconcile.Request]{
@@ -112,15 +115,22 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 	if err := r.writeRows(ctx, c, s.before, nil, notPlaced(s)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeSummary(ctx, c, s.before); err != nil {
-		return ctrl.Result{}, err
-	}
-	// The credentials and the finalizers come last: the owners start writing into members once they see the
-	// finalizers, and then find the credentials made and the status ready for their rows (see writeSummary).
+	// The credentials (at once) and the status, then the finalizers: the owners start writing into members once
+	// they see the finalizers, and then find the credentials made and the status ready for their rows (see
+	// writeSummary).
+	var credsErr error
+	var wg sync.WaitGroup
 	if len(s.placed) > 0 {
-		if err := r.reconcileCredentials(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			credsErr = r.reconcileCredentials(ctx, s)
+		}()
+	}
+	err := r.writeSummary(ctx, c, s.before)
+	wg.Wait()
+	if err := errors.Join(err, credsErr); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.putFinalizers(ctx, s); err != nil {
 		return ctrl.Result{}, err
