@@ -108,7 +108,7 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		Expect(promoted).NotTo(Equal(old))
 		Expect(mr.LastTransition.ObservedTime).NotTo(BeNil())
 		Eventually(func(g Gomega) []string { return eventNotes(ctx, g, key, "Failover") }).WithTimeout(time.Minute).
-			Should(ContainElement(ContainSubstring("from " + old + " to " + promoted)))
+			Should(ContainElement(ContainSubstring("member " + member + ": Failover from " + old + " to " + promoted)))
 		Eventually(func(g Gomega) []string { return endpointPods(ctx, g, member, key.Namespace, c.PrimaryServiceName()) }).
 			WithTimeout(time.Minute).Should(Equal([]string{promoted}))
 
