@@ -289,43 +289,19 @@ func TestDeletionThatKeepsFailingIsBounded(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	mc := members[aws]
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "block-stuck-configmap-deletes"},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Delete},
-					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			MatchConditions: []admissionv1.MatchCondition{{Name: "stuck", Expression: `request.namespace == "stuck"`}},
-			Validations:     []admissionv1.Validation{{Expression: "false", Message: "deletes are blocked in this namespace"}},
-		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "block-stuck-configmap-deletes"},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
-	}
-	g.Expect(mc.Create(ctx, policy)).To(Succeed())
-	g.Expect(mc.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = mc.Delete(context.Background(), binding)
-		_ = mc.Delete(context.Background(), policy)
-	})
 	c := newCluster("stuck", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
 	eventuallyConverged(g, key)
-	// The policy takes a moment to load; a ConfigMap of the test's own shows when it denies.
-	g.Eventually(func() error {
-		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "stuck", Name: "probe"}}
-		if err := client.IgnoreAlreadyExists(mc.Create(ctx, probe)); err != nil {
-			return err
-		}
-		return mc.Delete(ctx, probe)
-	}, 30*time.Second, 250*time.Millisecond).Should(MatchError(ContainSubstring("blocked")))
+	// A ConfigMap of the test's own shows when the policy denies.
+	denyInCluster(t, g, mc, "block-stuck-configmap-deletes", rule(admissionv1.Delete, "", "configmaps"),
+		`request.namespace == "stuck"`, "deletes are blocked in this namespace", func() error {
+			probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "stuck", Name: "probe"}}
+			if err := client.IgnoreAlreadyExists(mc.Create(ctx, probe)); err != nil {
+				return err
+			}
+			return mc.Delete(ctx, probe)
+		})
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func() v1alpha1.Phase { return get(g, key).Status.Phase }, 30*time.Second, 250*time.Millisecond).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -95,6 +96,14 @@ func replication(g Gomega, key client.ObjectKey, name string) (metav1.Condition,
 	return findMemberCondition(ms, v1alpha1.MemberConditionReplicating), ms.Replication
 }
 
+// checksum is the checksum of shop.orders on a server.
+func checksum(g Gomega, s *mysqltest.Server) string {
+	var table string
+	var sum sql.NullString
+	g.Expect(s.OpenRoot().QueryRow("CHECKSUM TABLE shop.orders").Scan(&table, &sum)).To(Succeed())
+	return sum.String
+}
+
 func countOrders(s *mysqltest.Server) (int, error) {
 	db, err := sql.Open("mysql", s.RootDSN())
 	if err != nil {
@@ -109,8 +118,8 @@ func countOrders(s *mysqltest.Server) (int, error) {
 // A MariaDB MySQLCluster of three replicas, its Pods backed by real servers and the member controller running in
 // the member: the servers form a primary and two semi-sync replicas, the Services follow the role labels, and
 // the hub shows it all from the member controller's report. Rows written through <name>-primary are read on
-// both replicas; with both replicas down a commit does not return; a replica whose data is wiped is seeded
-// again from the primary and catches up.
+// both replicas; with both replicas down a commit does not return; a replica whose data is wiped after the
+// primary purged its binary logs is seeded with a dump by the member controller's seed Job and catches up.
 func TestReplicatedSetOnRealServers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -131,10 +140,18 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 	g.Expect(members[aws].Get(ctx, client.ObjectKey{Namespace: "repl", Name: c.CredentialsSecretName()}, &secret)).
 		To(Succeed())
 	cnf, script := cm.Data[render.MyCnfKey], string(secret.Data[v1alpha1.InitScriptKey])
+	rootPassword := string(secret.Data[v1alpha1.RootPasswordKey])
 	servers := dbpods.New(t)
 	for i := range 3 {
-		servers.Start(fmt.Sprintf("db-%d", i), cnf, script)
+		servers.StartWithRoot(fmt.Sprintf("db-%d", i), cnf, script, rootPassword)
 	}
+	// The seed Jobs' runner reaches the Pods' servers as the member controller does.
+	fleet.Member(aws).SetPodAddresses(func(p *corev1.Pod) (string, error) {
+		a, err := servers.Resolve(p)
+		return a.String(), err
+	})
+	t.Cleanup(func() { fleet.Member(aws).SetPodAddresses(nil) })
+	dumpJobsOnFailure(t, aws, "repl")
 	startMemberController(t, aws, servers.Resolve)
 
 	t.Run("the hub shows a primary and two replicas in sync", func(t *testing.T) {
@@ -209,13 +226,41 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		}, time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
 	})
 
-	t.Run("a replica whose data is wiped is seeded again and catches up", func(t *testing.T) {
+	t.Run("a replica whose data is wiped after the primary purged its binary logs is seeded and catches up", func(t *testing.T) {
 		g := NewWithT(t)
-		fresh := servers.Start("db-2", cnf, script) // a new, empty data directory for the same Pod
-		g.Eventually(func() (int, error) { return countOrders(fresh) }, 2*time.Minute, 250*time.Millisecond).
-			Should(Equal(4))
+		// The primary's binary logs no longer hold the rows (as after PURGE BINARY LOGS or their expiry):
+		// GTID auto-positioning alone cannot bring an empty replica up to date.
+		servers.Server("db-0").PurgeBinaryLogs()
+		primary := servers.Server("db-0").OpenRoot()
+		for id := 100; id < 110; id++ {
+			_, err := primary.Exec("INSERT INTO shop.orders VALUES (?)", id)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		fresh := servers.StartWithRoot("db-2", cnf, script, rootPassword) // a new, empty data directory for the Pod
+		g.Eventually(func() (int, error) { return countOrders(fresh) }, 3*time.Minute, 250*time.Millisecond).
+			Should(Equal(14))
+		g.Expect(checksum(g, fresh)).To(Equal(checksum(g, servers.Server("db-0"))))
+
+		// It was seeded by the member controller's Job, from the replica in sync, and replicates from the
+		// primary: a row written now reaches it.
+		var job batchv1.Job
+		g.Eventually(func() (int32, error) {
+			err := members[aws].Get(ctx, client.ObjectKey{Namespace: "repl", Name: "db-seed-2"}, &job)
+			return job.Status.Succeeded, err
+		}, time.Minute, 250*time.Millisecond).Should(BeEquivalentTo(1))
+		g.Expect(job.Spec.Template.Spec.Containers[0].Env).To(ContainElement(
+			corev1.EnvVar{Name: "MYSQL_HOST", Value: "db-1." + c.HeadlessServiceName()}))
+		_, err := primary.Exec("INSERT INTO shop.orders VALUES (110)")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func() (int, error) { return countOrders(fresh) }, time.Minute, 250*time.Millisecond).
+			Should(Equal(15))
 		g.Eventually(func() string { return get(g, key).Status.Serving }, time.Minute, 250*time.Millisecond).
 			Should(Equal("3/3"))
+		_, mr := replication(g, key, aws)
+		g.Expect(mr.ReplicasInSync).To(Equal(int32(2)))
+		g.Expect(mr.ErrantReplicas).To(BeEmpty())
+		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
+			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-1", "db-2"}))
 	})
 
 	t.Run("a switchover requested on the hub moves the primary", func(t *testing.T) {
@@ -257,7 +302,7 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 			_, mr := replication(g, key, aws)
 			return mr.Primary
 		}, 2*time.Minute, 250*time.Millisecond).Should(Equal("db-2"))
-		g.Eventually(func() (int, error) { return countOrders(servers.Server("db-2")) }).Should(Equal(4))
+		g.Eventually(func() (int, error) { return countOrders(servers.Server("db-2")) }).Should(Equal(15))
 	})
 
 	t.Run("a killed primary is failed over and the hub shows it", func(t *testing.T) {

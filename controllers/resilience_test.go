@@ -13,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,16 +76,11 @@ var (
 func fleetWrites(g Gomega) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range append([]*testfleet.Cluster{fleet.Hub}, fleet.Members...) {
-		raw, err := c.Clientset().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-		g.Expect(err).NotTo(HaveOccurred())
 		watched := memberResources
 		if c == fleet.Hub {
 			watched = hubResources
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-		g.Expect(err).NotTo(HaveOccurred(), "metrics of %s", c.Name)
-		for _, m := range families["apiserver_request_total"].GetMetric() {
+		for _, m := range apiServerMetrics(g, c)["apiserver_request_total"].GetMetric() {
 			l := map[string]string{}
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
@@ -96,6 +92,16 @@ func fleetWrites(g Gomega) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// apiServerMetrics reads an API server's metrics.
+func apiServerMetrics(g Gomega, c *testfleet.Cluster) map[string]*dto.MetricFamily {
+	raw, err := c.Clientset().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred(), "metrics of %s", c.Name)
+	return families
 }
 
 func diff(before, after map[string]float64) map[string]float64 {

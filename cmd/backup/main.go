@@ -8,6 +8,7 @@
 //	mysqlfleet-backup restore [flags]   load a backup (--name, default the newest) into the server
 //	mysqlfleet-backup list    [flags]   print the complete backups, newest first (--output table|json)
 //	mysqlfleet-backup prune   [flags]   keep the newest --retention backups, delete the others
+//	mysqlfleet-backup seed    [flags]   load an empty replica (--target-host) with a dump of --host (see seed.go)
 //	mysqlfleet-backup install PATH      copy this binary to PATH (a Job's init container, from the manager's
 //	                                    image, which has no shell, into a volume the database image mounts)
 //
@@ -77,7 +78,7 @@ func main() {
 	}
 }
 
-const usage = "usage: mysqlfleet-backup backup|restore|list|prune [flags] (-h for the flags)"
+const usage = "usage: mysqlfleet-backup backup|restore|list|prune|seed [flags] (-h for the flags)"
 
 type options struct {
 	engine, host, socket, user, passwordFile, tool string
@@ -237,6 +238,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("usage: mysqlfleet-backup install PATH")
 		}
 		return install(args[1])
+	}
+	if cmd == "seed" {
+		return runSeed(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("mysqlfleet-backup "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/member"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 func main() {
@@ -36,6 +37,7 @@ func main() {
 	flag.DurationVar(&o.MaxLag, "max-lag", 10*time.Second, "replication lag within which a replica counts as in sync and may become primary by switchover")
 	flag.DurationVar(&o.ReplicaConnectRetry, "replica-connect-retry", 10*time.Second, "how long a replica waits between attempts to reconnect to its primary")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-sets", 4, "how many sets are worked on at once")
+	flag.StringVar(&o.RunnerImage, "runner-image", render.DefaultRunnerImage, "image whose backup runner the seed Jobs copy into the database image (mysqlfleet join passes the controller's own)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -273,8 +273,8 @@ func testJoin(e *env, t *testing.T) {
 	g.Expect(roles.Items).To(BeEmpty())
 
 	// The member controller: a Deployment of the requested image, as its own ServiceAccount, which may do what
-	// the controller does (read StatefulSets, label Pods, write its reports, read a Secret by name) and nothing
-	// else (no Pod deletion or exec, no listing Secrets, no StatefulSet writes).
+	// the controller does (read StatefulSets, label Pods, write its reports, read a Secret by name, create seed
+	// Jobs) and nothing else (no Pod deletion or exec, no listing Secrets, no StatefulSet writes, no Job changes).
 	dep, err := member.AppsV1().Deployments(cli.MemberNamespace).Get(ctx, cli.MemberControllerName, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
@@ -282,7 +282,8 @@ func testJoin(e *env, t *testing.T) {
 	g.Expect(pod.ServiceAccountName).To(Equal("mysqlfleet-member-controller"))
 	g.Expect(pod.Containers[0].Image).To(Equal("registry.example.com/mysqlfleet/manager:1.2.3"))
 	g.Expect(pod.Containers[0].Command).To(Equal([]string{"/mysqlfleet-member"}))
-	g.Expect(pod.Containers[0].Args).To(ContainElement("--leader-elect"))
+	g.Expect(pod.Containers[0].Args).To(ContainElements("--leader-elect",
+		"--runner-image=registry.example.com/mysqlfleet/manager:1.2.3"), "its seed Jobs run the runner of its own image")
 	controllerUser := "system:serviceaccount:" + cli.MemberNamespace + ":mysqlfleet-member-controller"
 	for _, c := range []struct {
 		attrs   authorizationv1.ResourceAttributes
@@ -292,6 +293,9 @@ func testJoin(e *env, t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "pods", Verb: "patch", Namespace: "shop"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: "shop"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "shop"}, true},
+		{authorizationv1.ResourceAttributes{Group: "batch", Resource: "jobs", Verb: "create", Namespace: "shop"}, true},
+		{authorizationv1.ResourceAttributes{Group: "batch", Resource: "jobs", Verb: "delete", Namespace: "shop"}, false},
+		{authorizationv1.ResourceAttributes{Group: "batch", Resource: "jobs", Verb: "patch", Namespace: "shop"}, false},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update",
 			Namespace: cli.MemberNamespace}, true},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: "shop"}, false},

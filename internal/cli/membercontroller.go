@@ -79,7 +79,8 @@ func MemberController(image string) MemberControllerObjects {
 	container := corev1ac.Container().WithName("member-controller").WithImage(image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand("/mysqlfleet-member").
-		WithArgs("--leader-elect", "--namespace="+MemberNamespace).
+		// The seed Jobs copy the backup runner from this same image.
+		WithArgs("--leader-elect", "--namespace="+MemberNamespace, "--runner-image="+image).
 		WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(8080),
 			corev1ac.ContainerPort().WithName("health").WithContainerPort(8081)).
 		WithLivenessProbe(probe("/healthz")).WithReadinessProbe(probe("/readyz")).

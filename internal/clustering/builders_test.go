@@ -186,3 +186,24 @@ func semiSync(enabled bool, wait int, timeout time.Duration) option {
 func unhealthy(reason string) option { return func(in *instance) { in.obs.Unhealthy = reason } }
 
 func observe(obs ...clustering.Observation) []clustering.Observation { return obs }
+
+// purged is a primary whose binary logs no longer hold s (Observe read it).
+func purged(s string) option {
+	return func(in *instance) { in.obs.Purged = gtids(in.engine, s) }
+}
+
+// purgedUnreadable is a primary whose purged set could not be read.
+func purgedUnreadable() option {
+	return func(in *instance) { in.obs.PurgedErr = errors.New("SHOW BINARY LOGS: lost connection") }
+}
+
+// receiverError is a replica whose receiver stopped on an error from its source.
+func receiverError(errno int, msg string) option {
+	return func(in *instance) {
+		r := in.obs.Status.Replica
+		r.IOState, r.Lag, r.LastIOErrno, r.LastIOError = "No", nil, errno, msg
+	}
+}
+
+// seeding is an instance whose seed the member controller says is under way.
+func seeding(how string) option { return func(in *instance) { in.obs.Seeding = how } }

@@ -20,12 +20,17 @@ const neverFallBack = 49 * 24 * time.Hour
 func Decide(d Desired, rec Record, obs []Observation) Plan {
 	e := &engine{
 		d: d, rec: rec, obs: obs, p: rec.PrimaryIndex(),
-		next:   Record{Primary: rec.Primary, Errant: slices.Clone(rec.Errant)},
-		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{},
+		next:   Record{Primary: rec.Primary, Errant: slices.Clone(rec.Errant), Change: rec.Change},
+		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{}, held: map[int]string{},
 		decision: Decision{From: -1, To: -1},
 	}
 	e.decide()
-	return Plan{Decision: e.decision, Steps: e.steps, Record: e.next, Report: e.report()}
+	switch e.decision.Kind {
+	case Bootstrap, Adopt, Failover, Switchover:
+		d := e.decision
+		e.completed = &d
+	}
+	return Plan{Decision: e.decision, Steps: e.steps, Record: e.next, Report: e.report(), Completed: e.completed}
 }
 
 type engine struct {
@@ -42,8 +47,12 @@ type engine struct {
 	fenced map[int]bool
 	// errantSets are the errant transactions of the instances compared with the primary in this pass.
 	errantSets map[int]mysql.GTIDSet
-	steps      []Step
-	decision   Decision
+	// held says, for each instance this plan neither repoints nor seeds though it does not replicate, why.
+	held map[int]string
+	// completed is the change of primary the plan completes (Plan.Completed).
+	completed *Decision
+	steps     []Step
+	decision  Decision
 }
 
 func (e *engine) decide() {
@@ -118,11 +127,11 @@ func (e *engine) bootstrap() {
 	}
 	if len(writable) == 1 && e.status(writable[0]).Replica == nil && e.obs[writable[0]].Unhealthy == "" {
 		a := writable[0]
-		e.next = withPrimary(e.next, a)
-		e.add(Step{Action: ActionSaveRecord, Record: e.next,
-			Why: fmt.Sprintf("no primary is recorded and instance %d is the only writable instance", a)})
 		e.decision = Decision{Kind: Adopt, From: -1, To: a,
 			Reason: fmt.Sprintf("instance %d is the only writable instance", a)}
+		e.next = withPrimary(e.next, a, e.decision)
+		e.add(Step{Action: ActionSaveRecord, Record: e.next,
+			Why: fmt.Sprintf("no primary is recorded and instance %d is the only writable instance", a)})
 		return
 	}
 	if len(writable) > 0 {
@@ -157,13 +166,13 @@ func (e *engine) bootstrap() {
 			return
 		}
 	}
-	e.next = withPrimary(Record{}, 0)
+	e.decision = Decision{Kind: Bootstrap, From: -1, To: 0}
+	e.next = withPrimary(Record{}, 0, e.decision)
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "bootstrap: instance 0 is the first primary"})
 	e.add(Step{Action: ActionPromote, Instance: 0, SemiSync: e.semiSync(), Why: "bootstrap"})
 	for i := 1; i < e.n; i++ {
 		e.add(Step{Action: ActionReplicate, Instance: i, Source: 0, Address: e.d.Addresses[0], Why: "bootstrap"})
 	}
-	e.decision = Decision{Kind: Bootstrap, From: -1, To: 0}
 }
 
 // fenceStrangers fences every writable instance other than the recorded primary: a returning old primary, a
@@ -321,7 +330,7 @@ func (e *engine) failover(reason string) {
 		return
 	}
 
-	e.next = withPrimary(e.next, chosen)
+	e.next = withPrimary(e.next, chosen, Decision{Kind: Failover, From: e.p, Reason: reason})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("failover to instance %d", chosen)})
 	e.add(Step{Action: ActionPromote, Instance: chosen, SemiSync: e.semiSync(),
 		Why: "failover: promote once every received transaction is applied"})
@@ -339,6 +348,12 @@ func (e *engine) failover(reason string) {
 // fenced in this pass, keep what the record says.
 func (e *engine) computeErrant() {
 	pst := e.status(e.p)
+	// A primary still being promoted (its controller died while it applied what it received) is about to hold
+	// what it received; a replica that holds it too is not errant.
+	primary := pst.Executed
+	if pst.Replica != nil && pst.Replica.Received != nil {
+		primary = primary.Union(pst.Replica.Received)
+	}
 	var errant []int
 	for i, o := range e.obs {
 		if i == e.p {
@@ -352,7 +367,7 @@ func (e *engine) computeErrant() {
 		}
 		// Leaving out the primary's own transactions keeps a replica read after the primary from looking
 		// errant (cybozu-go/moco#419).
-		if set := mysql.ErrantTransactions(o.Status.Executed, pst.Executed, pst.SourceID); !set.IsEmpty() {
+		if set := mysql.ErrantTransactions(o.Status.Executed, primary, pst.SourceID); !set.IsEmpty() {
 			e.errantSets[i] = set
 			errant = append(errant, i)
 		}
@@ -405,7 +420,7 @@ func (e *engine) switchover(r int) {
 	e.add(Step{Action: ActionFence, Instance: e.p, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionWaitForExecuted, Instance: r, Source: e.p, Timeout: e.d.switchoverTimeout(),
 		Why: "switchover: the target must hold every transaction of the fenced primary"})
-	e.next = withPrimary(e.next, r)
+	e.next = withPrimary(e.next, r, Decision{Kind: Switchover, From: e.p})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionPromote, Instance: r, SemiSync: e.semiSync(), Why: "switchover"})
 	for i, o := range e.obs {
@@ -445,8 +460,10 @@ func (e *engine) repair() {
 	case pst.Replica != nil:
 		e.add(Step{Action: ActionPromote, Instance: e.p, SemiSync: e.semiSync(),
 			Why: fmt.Sprintf("the primary replicates from %s:%d", pst.Replica.SourceHost, pst.Replica.SourcePort)})
+		e.finishChange()
 	case readOnly(pst):
 		e.add(Step{Action: ActionPromote, Instance: e.p, SemiSync: e.semiSync(), Why: "the primary is read-only"})
+		e.finishChange()
 	case !semiSyncOK(pst.SemiSync, e.w):
 		e.add(Step{Action: ActionConfigureSemiSync, Instance: e.p, SemiSync: e.semiSync(),
 			Why: "the primary's semi-sync settings are not the desired ones"})
@@ -455,7 +472,11 @@ func (e *engine) repair() {
 		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) {
 			continue
 		}
-		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) {
+		if o.Seeding != "" {
+			e.held[i] = o.Seeding
+			continue
+		}
+		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) && e.fromBinlogs(i) {
 			e.add(Step{Action: ActionReplicate, Instance: i, Source: e.p, Address: e.d.Addresses[e.p], Why: why})
 		}
 	}
@@ -466,6 +487,58 @@ func (e *engine) repair() {
 	if len(e.steps) > 0 {
 		e.decision.Kind = Repair
 	}
+}
+
+// finishChange makes the recorded change of primary the one this plan completes: it promotes a recorded
+// primary that is not writable yet, as when the controller that recorded it died before it promoted it.
+func (e *engine) finishChange() {
+	if c := e.rec.Change; c != nil {
+		e.completed = &Decision{Kind: c.Kind, From: c.From, To: e.p, Reason: c.Reason}
+	}
+}
+
+// fromBinlogs tells whether instance i, which is to be pointed at the primary, can get what it lacks from the
+// primary's binary logs by GTID auto-positioning (repointing discards its relay log: only what it executed
+// counts). If not, an instance that has executed nothing is seeded with a dump, and one that holds
+// transactions is left as it is and reported: loading a dump over it would destroy them. When the primary's
+// purged set could not be read, an empty instance waits: pointed at a primary whose binary logs start after
+// the beginning of its history, MariaDB would replicate from there and silently leave out what came before.
+func (e *engine) fromBinlogs(i int) bool {
+	st, po := e.status(i), e.obs[e.p]
+	empty := st.Executed == nil || st.Executed.IsEmpty()
+	switch {
+	case po.Purged == nil && po.PurgedErr != nil && empty && !e.status(e.p).Executed.IsEmpty():
+		e.held[i] = fmt.Sprintf("instance %d has executed nothing and whether the primary's binary logs hold the "+
+			"whole history could not be read: %v", i, po.PurgedErr)
+		return false
+	case po.Purged == nil || po.Purged.IsEmpty() || (!empty && st.Executed.Contains(po.Purged)):
+		return true
+	case empty:
+		src := e.seedSource()
+		e.held[i] = fmt.Sprintf("seeding from instance %d: it has executed nothing and the primary's binary "+
+			"logs no longer hold %s", src, po.Purged)
+		e.add(Step{Action: ActionSeed, Instance: i, Source: src, Why: e.held[i]})
+		return false
+	}
+	e.held[i] = fmt.Sprintf("cannot catch up: the primary's binary logs no longer hold %s and instance %d, "+
+		"which has executed %s, lacks some of it; it holds transactions, so it is not seeded over: empty its "+
+		"volume to have it seeded", po.Purged, i, st.Executed)
+	return false
+}
+
+// seedSource is the instance a seed dumps: the lowest replica in sync, which spares the primary the dump's
+// read load (as backups do), or the primary.
+func (e *engine) seedSource() int {
+	for i, o := range e.obs {
+		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || o.Unhealthy != "" || o.Seeding != "" ||
+			e.replicaProblem(i, e.p) != "" {
+			continue
+		}
+		if lag := o.Status.Replica.Lag; lag != nil && *lag <= e.d.MaxLag {
+			return i
+		}
+	}
+	return e.p
 }
 
 // semiSyncOK tells whether a primary's semi-sync settings are those for a wait count of w.
@@ -551,6 +624,8 @@ func (e *engine) report() Report {
 		switch {
 		case o.Err != nil:
 			in.Error = o.Err.Error()
+		case e.held[i] != "":
+			in.Error = e.held[i]
 		case st != nil && st.Replica != nil && replicationError(st.Replica) != "":
 			in.Error = strings.TrimPrefix(replicationError(st.Replica), ": ")
 		case o.Unhealthy != "":

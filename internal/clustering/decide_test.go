@@ -22,6 +22,10 @@ type expect struct {
 	errant []int
 	// roles, when set, are the reported roles by index.
 	roles []clustering.Role
+	// instanceErrors are substrings of the reported errors of some instances, by index.
+	instanceErrors map[int]string
+	// completed is the change of primary the plan completes, as Decision.String prints it; "" for none.
+	completed string
 }
 
 type decideCase struct {
@@ -61,6 +65,18 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 					roles = append(roles, in.Role)
 				}
 				g.Expect(roles).To(Equal(tt.want.roles))
+			}
+			completed, wantCompleted := "", tt.want.completed
+			if plan.Completed != nil {
+				completed = plan.Completed.String()
+			}
+			switch plan.Decision.Kind {
+			case clustering.Bootstrap, clustering.Adopt, clustering.Failover, clustering.Switchover:
+				wantCompleted = plan.Decision.String() // a change of primary completes itself
+			}
+			g.Expect(completed).To(Equal(wantCompleted), "completed change")
+			for i, msg := range tt.want.instanceErrors {
+				g.Expect(plan.Report.Instances[i].Error).To(ContainSubstring(msg), "instance %d", i)
 			}
 			g.Expect(plan.Requeue()).To(Equal(len(plan.Steps) > 0))
 			if plan.Decision.Kind == clustering.Refused {
@@ -312,6 +328,125 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 			obs: observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10", writable(), stopped()),
 				md.replica(2, 0, "0-1-10")),
 			want: expect{kind: clustering.Repair, steps: []string{"fence 1"}, inSync: []int{2}},
+		},
+	})
+}
+
+// An empty replica that the primary's binary logs cannot bring up to date is seeded with a dump, from a replica
+// in sync when there is one; a replica holding transactions is never seeded over; and an empty replica waits
+// while nobody can tell what the primary's binary logs hold.
+func TestDecideSeeding(t *testing.T) {
+	uuid := mysqlUUID(0)
+	runDecideCases(t, []decideCase{
+		{
+			name: "an empty replica the primary's binary logs cannot serve is seeded from a replica in sync",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "", receiverError(1236, "Could not find GTID state requested by slave"))),
+			want: expect{kind: clustering.Repair, steps: []string{"seed 2 from 1"}, inSync: []int{1},
+				roles: []clustering.Role{P, R, No}, instanceErrors: map[int]string{
+					2: "seeding from instance 1: it has executed nothing and the primary's binary logs no longer hold 0-1-5"}},
+		},
+		{
+			name: "a new empty instance, not yet replicating, is seeded before it is ever pointed at the primary",
+			d:    desired(3), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"), md.fresh(2)),
+			want: expect{kind: clustering.Repair, steps: []string{"seed 2 from 1"}, inSync: []int{1}},
+		},
+		{
+			name: "with no replica in sync the seed dumps the primary",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")),
+				md.replica(1, 0, "0-1-2", received("0-1-10"), lag(time.Minute)), md.fresh(2)),
+			want: expect{kind: clustering.Repair, steps: []string{"seed 2 from 0"}, roles: []clustering.Role{P, R, No}},
+		},
+		{
+			name: "MySQL: an empty replica lacking the primary's gtid_purged is seeded",
+			d:    desired(3, engine(mysql.MySQL)), rec: record(0),
+			obs: observe(my.primary(0, uuid+":1-10", purged(uuid+":1-5")), my.fresh(1),
+				my.replica(2, 0, uuid+":1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"seed 1 from 2"}, inSync: []int{2}},
+		},
+		{
+			name: "an empty replica is pointed at a primary whose binary logs hold its whole history",
+			d:    desired(3), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10", purged("")), md.replica(1, 0, "0-1-10"), md.fresh(2)),
+			want: expect{kind: clustering.Repair, steps: []string{"replicate 2 from 0"}, inSync: []int{1}},
+		},
+		{
+			name: "a seeded replica, which executed the dump's position, is pointed at the primary",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"), md.fresh(2, func(in *instance) {
+				in.obs.Status.Executed = gtids(mysql.MariaDB, "0-1-8")
+			})),
+			want: expect{kind: clustering.Repair, steps: []string{"replicate 2 from 0"}, inSync: []int{1}},
+		},
+		{
+			name: "a replica holding transactions is reported, never seeded over, when it cannot catch up",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "0-1-3", receiverError(1236, "Could not find GTID state requested by slave"))),
+			want: expect{kind: clustering.Steady, inSync: []int{1}, roles: []clustering.Role{P, R, No},
+				instanceErrors: map[int]string{2: "cannot catch up: the primary's binary logs no longer hold 0-1-5 " +
+					"and instance 2, which has executed 0-1-3, lacks some of it; it holds transactions, so it is not seeded over"}},
+		},
+		{
+			name: "an empty replica waits while the primary's purged transactions cannot be read",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purgedUnreadable()), md.replica(1, 0, "0-1-10"), md.fresh(2)),
+			want: expect{kind: clustering.Steady, inSync: []int{1}, instanceErrors: map[int]string{
+				2: "could not be read: SHOW BINARY LOGS: lost connection"}},
+		},
+		{
+			name: "an instance being seeded is left alone, and its seed's progress reported",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
+				md.fresh(2, seeding("seed Job shop-seed-2 runs"))),
+			want: expect{kind: clustering.Steady, inSync: []int{1}, roles: []clustering.Role{P, R, No},
+				instanceErrors: map[int]string{2: "seed Job shop-seed-2 runs"}},
+		},
+		{
+			name: "an instance being seeded is no switchover target",
+			d:    desired(3, requestPrimary(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
+				md.fresh(2, seeding("seed Job shop-seed-2 runs"))),
+			want: expect{kind: clustering.Refused, reason: "switchover to instance 2 refused: instance 2 does not replicate",
+				inSync: []int{1}},
+		},
+	})
+}
+
+// A change of primary is saved with the record before the new primary turns writable, and reported by the
+// pass that completes it: the failover's own, or a standby's that promotes the recorded primary after the
+// controller that began the failover died while promoting it.
+func TestDecideRecordsAndCompletesChanges(t *testing.T) {
+	g := NewWithT(t)
+	plan := clustering.Decide(desired(3), record(0), observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
+		md.replica(2, 0, "0-1-10", receiverStopped())))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Failover))
+	g.Expect(plan.Record.Change).To(Equal(&clustering.Change{Kind: clustering.Failover, From: 0,
+		Reason: plan.Decision.Reason}))
+	g.Expect(plan.Completed).To(Equal(&plan.Decision))
+	g.Expect(plan.Steps[0].Record.Change).To(Equal(plan.Record.Change), "saved before the promotion")
+
+	died := record(1)
+	died.Change = &clustering.Change{Kind: clustering.Failover, From: 0, Reason: "primary 0 is unreachable"}
+	runDecideCases(t, []decideCase{
+		{
+			name: "a recorded primary left replicating by a controller that died promoting it is promoted",
+			d:    desired(3), rec: died,
+			obs: observe(unreachable(),
+				md.replica(1, 0, "0-1-10", receiverStopped(), received("0-1-12")),
+				md.replica(2, 0, "0-1-12", receiverStopped())),
+			want: expect{kind: clustering.Repair, steps: []string{"promote 1 (semi-sync wait 1)", "replicate 2 from 1"},
+				record: "primary=1 errant=[]", roles: []clustering.Role{U, P, No},
+				completed: "Failover{from: 0, to: 1, reason: primary 0 is unreachable}"},
+		},
+		{
+			name: "a steady primary completes nothing",
+			d:    desired(3), rec: died,
+			obs:  observe(unreachable(), md.primary(1, "0-1-12"), md.replica(2, 1, "0-1-12")),
+			want: expect{kind: clustering.Steady, inSync: []int{2}},
 		},
 	})
 }

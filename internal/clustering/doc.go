@@ -7,7 +7,8 @@
 // # One pass
 //
 // Observe reads every instance's mysql.Status (the primary's last, see Observe). Decide takes the Desired set,
-// the Record kept from earlier passes (the primary's index and the errant instances) and the observations,
+// the Record kept from earlier passes (the primary's index, how it became primary, and the errant instances) and
+// the observations,
 // and returns a Plan: a Decision, ordered Steps, the Record after the steps and a Report. Execute runs the
 // steps over Ops. Reconcile does the three. The member controller persists the record (through the plan's
 // save-record step, placed before any new primary turns writable), labels Pods after the report, and calls
@@ -36,8 +37,10 @@
 //     moves to it, it is promoted (Promote waits until it has applied everything it received: an
 //     acknowledgement means received, not applied), and the others follow it. Refused, with the reason, when
 //     too few answer, when the replicas diverge, or when the best one cannot apply.
-//   - Otherwise the primary answers. Errant transactions are computed for every other instance that answers:
-//     what it executed that the primary has not, leaving out the primary's own transactions (a replica read
+//   - Otherwise the primary answers. If it is not writable yet (its controller died while promoting it), it
+//     is promoted, and the change the record keeps is reported as completed. Errant transactions are computed
+//     for every other instance that answers: what it executed that the primary has not (executed, or received
+//     while it is still being promoted), leaving out the primary's own transactions (a replica read
 //     after the primary may be ahead of the primary's set, cybozu-go/moco#419). Errant instances are recorded,
 //     their receivers stopped, never repointed nor promoted, and reported until a human rebuilds them; a
 //     returning old primary whose transactions are all on the new primary is not errant and simply rejoins.
@@ -48,6 +51,9 @@
 //     old primary; wait until the target has applied every transaction the fenced primary executed; record the
 //     target, promote it, point every other instance at it, the old primary included. A refused switchover
 //     still lets the repairs below run.
+//   - An instance that does not replicate and has executed nothing, whose lack the primary's binary logs can no
+//     longer fill (Observation.Purged), is seeded from the lowest replica in sync or the primary; one that holds
+//     transactions is reported and never seeded over (see fromBinlogs).
 //   - Repair: a read-only primary, or one that replicates, is promoted; one whose semi-sync settings differ is
 //     reconfigured; an instance that does not replicate from the primary, or whose threads are stopped, or
 //     that does not acknowledge, is repointed (which restarts it).
@@ -75,8 +81,9 @@
 // # Limits
 //
 // Observed facts are as fresh as the pass: the engine relies on the two-pass failover and on the primary
-// being read last (Observe reads it twice, which also keeps one slow answer from starting a failover; a
-// failover's first pass started in error is undone by the next). How long a primary must be silent before it
+// being read last (Observe reads a primary that answers twice; one that does not is read again by the next
+// pass, and only a failover's second pass, with the primary still silent, promotes: a first pass started on one
+// slow answer is undone by the next). How long a primary must be silent before it
 // counts as unreachable is the member controller's choice. A replica that turns errant between the last pass
 // and the primary's loss is not known to be errant at the failover (as in MOCO). The record of errant
 // instances is kept only for failovers; it is recomputed whenever the primary answers, so a rebuilt instance

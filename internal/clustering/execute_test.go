@@ -54,6 +54,12 @@ func (r *recorder) WaitForExecuted(_ context.Context, i, of int, timeout time.Du
 func (r *recorder) SaveRecord(_ context.Context, rec clustering.Record) error {
 	return r.do("save-record %s", rec)
 }
+func (r *recorder) PurgedGTIDSet(_ context.Context, i int) (mysql.GTIDSet, error) {
+	return nil, r.do("purged %d", i)
+}
+func (r *recorder) Seed(_ context.Context, i, source int) error {
+	return r.do("seed %d from %d", i, source)
+}
 
 func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
 	g := NewWithT(t)
@@ -62,10 +68,46 @@ func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
 		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")))
 	ops := &recorder{}
 	g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(Succeed())
-	g.Expect(ops.calls).To(Equal([]string{
+	g.Expect(ops.calls[:5]).To(Equal([]string{
 		"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s", "save-record primary=1 errant=[]",
-		"promote 1 wait 1", "replicate 0 from db-1:3306", "replicate 2 from db-1:3306",
+		"promote 1 wait 1",
 	}))
+	// Then every other instance follows the new primary, at once.
+	g.Expect(ops.calls[5:]).To(ConsistOf("replicate 0 from db-1:3306", "replicate 2 from db-1:3306"))
+}
+
+// barrier is Ops whose StopReplicaIO returns only once n calls have begun, or fails after a while: steps that
+// run one after the other never get there.
+type barrier struct {
+	*recorder
+	arrived sync.WaitGroup
+}
+
+func (b *barrier) StopReplicaIO(ctx context.Context, i int) error {
+	_ = b.recorder.StopReplicaIO(ctx, i)
+	b.arrived.Done()
+	done := make(chan struct{})
+	go func() { b.arrived.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("stop-replica-io %d ran alone", i)
+	}
+}
+
+// A failover's first pass stops every replica's receiver at once: on MariaDB each STOP SLAVE IO_THREAD may wait
+// for a frozen primary (rpl_semi_sync_slave_kill_conn_timeout), and one after the other they add up.
+func TestExecuteStopsReceiversAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	plan := clustering.Decide(desired(4, engine(mysql.MySQL)), record(0), observe(unreachable(),
+		my.replica(1, 0, mysqlUUID(0)+":1-10"), my.replica(2, 0, mysqlUUID(0)+":1-10"),
+		my.replica(3, 0, mysqlUUID(0)+":1-9")))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.FailoverStarted))
+	ops := &barrier{recorder: &recorder{}}
+	ops.arrived.Add(3)
+	g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(Succeed())
+	g.Expect(ops.calls).To(ConsistOf("stop-replica-io 1", "stop-replica-io 2", "stop-replica-io 3"))
 }
 
 func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
@@ -87,9 +129,6 @@ func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
 		{"promote 1 wait 1", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
 			"save-record primary=1 errant=[]", "promote 1 wait 1"}},
 		// Repointing one replica does not depend on another.
-		{"replicate 0 from db-1:3306", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
-			"save-record primary=1 errant=[]", "promote 1 wait 1", "replicate 0 from db-1:3306",
-			"replicate 2 from db-1:3306"}},
 	} {
 		t.Run(tt.failing, func(t *testing.T) {
 			g := NewWithT(t)
@@ -105,6 +144,18 @@ func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
 			g.Expect(ops.calls).To(Equal(tt.ran))
 		})
 	}
+	t.Run("replicate 0 from db-1:3306", func(t *testing.T) {
+		g := NewWithT(t)
+		boom := errors.New("boom")
+		ops := &recorder{fail: func(call string) error {
+			if call == "replicate 0 from db-1:3306" {
+				return boom
+			}
+			return nil
+		}}
+		g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(MatchError(boom))
+		g.Expect(ops.calls).To(ContainElement("replicate 2 from db-1:3306"))
+	})
 }
 
 func TestObserveReadsThePrimaryLast(t *testing.T) {
@@ -116,13 +167,22 @@ func TestObserveReadsThePrimaryLast(t *testing.T) {
 		g.Expect(o.Reachable()).To(BeFalse())
 		g.Expect(o.Err).To(MatchError("down"))
 	}
-	// The primary is read twice: last, and again when its first read failed.
-	g.Expect(ops.calls).To(ConsistOf("status 0", "status 1", "status 2", "status 1"))
+	// A primary that does not answer is not read again in the pass: a frozen one would cost another timeout.
+	g.Expect(ops.calls).To(ConsistOf("status 0", "status 1", "status 2"))
 
-	st := &statusOps{recorder: &recorder{}, status: &mysql.Status{}}
+	// A primary that answers is read again, last, after every replica. With replicas that all receive from it,
+	// nothing more is read.
+	receiving := &mysql.Status{Replica: &mysql.ReplicaStatus{IOState: "Yes"}}
+	st := &statusOps{recorder: &recorder{}, status: receiving}
 	clustering.Observe(context.Background(), st, 3, 1, time.Second)
 	g.Expect(st.calls).To(HaveLen(4))
 	g.Expect(st.calls[3]).To(Equal("status 1"))
+
+	// One that does not receive may need more than the primary's binary logs: the primary's purged set is read.
+	st = &statusOps{recorder: &recorder{}, status: &mysql.Status{}}
+	clustering.Observe(context.Background(), st, 3, 1, time.Second)
+	g.Expect(st.calls).To(HaveLen(5))
+	g.Expect(st.calls[3:]).To(Equal([]string{"status 1", "purged 1"}))
 }
 
 // statusOps answers every status read.

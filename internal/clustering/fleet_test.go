@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	driver "github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
@@ -242,23 +240,11 @@ func (f *fleet) insert(i int, ids ...int) {
 // ids reads the ids of the orders on server i.
 func (f *fleet) ids(i int) map[int]bool {
 	f.t.Helper()
-	rows, err := f.app(i).Query("SELECT id FROM orders")
+	ids, err := mysqltest.IDs(f.app(i))
 	if err != nil {
 		f.t.Fatalf("server %d: %v", i, err)
 	}
-	defer func() { _ = rows.Close() }()
-	out := map[int]bool{}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			f.t.Fatal(err)
-		}
-		out[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
-	}
-	return out
+	return ids
 }
 
 // missing returns the ids server i lacks, ascending.
@@ -339,121 +325,30 @@ func (f *fleet) root(i int, stmts ...string) {
 	}
 }
 
-// writer commits one row at a time, each with a new id, to the server target names, retrying a failed write
-// (same id) until it succeeds. acked holds the ids whose commit returned success: what the application was
-// told is committed.
+// writer is the application of the tests (mysqltest.Writer) writing through the app pool of the server target
+// names (-1 for none).
 type writer struct {
-	f      *fleet
-	target func() int
-	stop   chan struct{}
-	done   chan struct{}
-
-	mu     sync.Mutex
-	acked  []int
-	ackAt  []time.Time
-	where  []int
-	failed int
-	dupes  int
+	*mysqltest.Writer
+	f *fleet
 }
 
 // startWriter starts a writer with ids from first; it stops when the test ends, at the latest.
-func (f *fleet) startWriter(first int, target func() int) *writer {
-	w := &writer{f: f, target: target, stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run(first)
-	f.t.Cleanup(w.Stop)
-	return w
-}
-
-func (w *writer) run(id int) {
-	defer close(w.done)
-	for ; ; id++ {
-		for {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			i := w.target()
-			if i < 0 {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := w.f.app(i).ExecContext(ctx, "INSERT INTO orders (id, server) VALUES (?, ?)", id, i)
-			cancel()
-			if err == nil {
-				w.mu.Lock()
-				w.acked, w.ackAt, w.where = append(w.acked, id), append(w.ackAt, time.Now()), append(w.where, i)
-				w.mu.Unlock()
-				break
-			}
-			var me *driver.MySQLError
-			if errors.As(err, &me) && me.Number == 1062 {
-				// An earlier attempt, whose outcome the writer did not learn, committed: not acknowledged.
-				w.mu.Lock()
-				w.dupes++
-				w.mu.Unlock()
-				break
-			}
-			w.mu.Lock()
-			w.failed++
-			w.mu.Unlock()
-			time.Sleep(10 * time.Millisecond)
+func (f *fleet) startWriter(first int, target func() int) writer {
+	return writer{f: f, Writer: mysqltest.StartWriter(f.t, first, func() (*sql.DB, int) {
+		i := target()
+		if i < 0 {
+			return nil, i
 		}
-	}
-}
-
-// Stop stops the writer and waits for it.
-func (w *writer) Stop() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
-
-// Acked returns the acknowledged ids.
-func (w *writer) Acked() []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.acked)
-}
-
-// firstAckAfter is when the first write after t was acknowledged, and by which server; zero if none.
-func (w *writer) firstAckAfter(t time.Time) (time.Time, int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k, at := range w.ackAt {
-		if at.After(t) {
-			return at, w.where[k]
-		}
-	}
-	return time.Time{}, -1
+		return f.app(i), i
+	})}
 }
 
 // waitAcks waits until the writer has n more acknowledgements than it had when called.
-func (w *writer) waitAcks(n int) {
+func (w writer) waitAcks(n int) {
 	w.f.t.Helper()
-	start := len(w.Acked())
-	deadline := time.Now().Add(60 * time.Second)
-	for len(w.Acked()) < start+n {
-		if time.Now().After(deadline) {
-			w.mu.Lock()
-			failed := w.failed
-			w.mu.Unlock()
-			w.f.t.Fatalf("the writer got %d of %d acknowledgements in 60s (%d failures)\n%s", len(w.Acked())-start, n,
-				failed, w.f.describe())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := w.WaitAcks(n, 60*time.Second); err != nil {
+		w.f.t.Fatalf("%v\n%s", err, w.f.describe())
 	}
-}
-
-func (w *writer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return fmt.Sprintf("%d acknowledged, %d failed attempts, %d found committed on retry", len(w.acked), w.failed,
-		w.dupes)
 }
 
 // restart starts a killed server again on its data directory, port and socket, as the kubelet restarts a

@@ -25,6 +25,8 @@ type ServerOps struct {
 	KeepUsers []string
 	// Save stores the record (ActionSaveRecord); the member controller persists it.
 	Save func(ctx context.Context, r Record) error
+	// SeedWith seeds an instance (ActionSeed); the member controller runs a Job.
+	SeedWith func(ctx context.Context, i, source int) error
 	// FenceKillInterval is how often Fence ends client connections while it waits for read-only to take;
 	// zero means 100 ms.
 	FenceKillInterval time.Duration
@@ -147,12 +149,29 @@ func (o *ServerOps) SaveRecord(ctx context.Context, r Record) error {
 	return o.Save(ctx, r)
 }
 
-// Observe reads the status of instances 0..n-1 at once, each within timeout, and then reads the recorded
-// primary's once more. The second read makes the primary's executed set at least as new as every replica's (a
-// replica cannot hold a transaction of the primary that the primary's set, read later, lacks), and gives a
-// primary whose first read failed a second chance: one slow answer on a busy machine should not start a
-// failover. The member controller may retry further before it calls; a failover's first pass is safe to
-// start in error (it stops receivers, and the next pass restarts them if the primary answers).
+func (o *ServerOps) PurgedGTIDSet(ctx context.Context, i int) (mysql.GTIDSet, error) {
+	s, err := o.server(i)
+	if err != nil {
+		return nil, err
+	}
+	return s.PurgedGTIDSet(ctx)
+}
+
+func (o *ServerOps) Seed(ctx context.Context, i, source int) error {
+	if o.SeedWith == nil {
+		return errors.New("no way to seed an instance")
+	}
+	return o.SeedWith(ctx, i, source)
+}
+
+// Observe reads the status of instances 0..n-1 at once, each within timeout, and then, if the recorded primary
+// answered, reads its status once more: that makes the primary's executed set at least as new as every
+// replica's (a replica cannot hold a transaction of the primary that the primary's set, read later, lacks).
+// A primary that did not answer is not read again in the same pass: a frozen one would cost another full
+// timeout, and a primary counts as lost only after two passes have failed to read it anyway (the failover's
+// first pass stops the receivers, which is safe to do in error: the next pass restarts them if the primary
+// answers; the second pass reads it again before it promotes anyone). One slow answer on a busy machine thus
+// stalls commits for a pass at most; it never promotes.
 func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration) []Observation {
 	obs := make([]Observation, n)
 	read := func(i int) {
@@ -170,10 +189,26 @@ func Observe(ctx context.Context, ops Ops, n, primary int, timeout time.Duration
 		wg.Go(func() { read(i) })
 	}
 	wg.Wait()
-	if primary >= 0 && primary < n {
+	if primary >= 0 && primary < n && obs[primary].Reachable() {
 		read(primary)
+		if obs[primary].Reachable() && notReceiving(obs, primary) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			obs[primary].Purged, obs[primary].PurgedErr = ops.PurgedGTIDSet(ctx, primary)
+		}
 	}
 	return obs
+}
+
+// notReceiving tells whether an instance other than the primary answers without its receiver running: one that
+// may need more than the primary's binary logs to catch up. A set whose replicas all receive costs no more reads.
+func notReceiving(obs []Observation, primary int) bool {
+	for i, o := range obs {
+		if i != primary && o.Reachable() && (o.Status.Replica == nil || !o.Status.Replica.IORunning()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reconcile is one pass: observe, decide, execute. The member controller may instead call the three itself,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
@@ -33,6 +34,14 @@ type Ops interface {
 	WaitForExecuted(ctx context.Context, i, of int, timeout time.Duration) error
 	// SaveRecord stores the record durably; the next pass gets it back.
 	SaveRecord(ctx context.Context, r Record) error
+	// PurgedGTIDSet reads the transactions instance i executed that its binary logs no longer hold: a replica
+	// lacking any of them cannot get it from i by GTID auto-positioning.
+	PurgedGTIDSet(ctx context.Context, i int) (mysql.GTIDSet, error)
+	// Seed has instance i, which has executed nothing, loaded with a dump of instance source and its GTID
+	// position recorded (see mysql.Server.PrepareSeed), so that it can then replicate. It may take long: it
+	// starts the work (the member controller runs it in a Job) and returns, and is called again, pass after
+	// pass, until i has executed something; it must then do nothing more than report how the work goes.
+	Seed(ctx context.Context, i, source int) error
 }
 
 // Action names what a Step does.
@@ -46,6 +55,7 @@ const (
 	ActionConfigureSemiSync Action = "configure-semi-sync"
 	ActionWaitForExecuted   Action = "wait-for-executed"
 	ActionSaveRecord        Action = "save-record"
+	ActionSeed              Action = "seed"
 )
 
 // Step is one operation of a plan. Which fields matter depends on Action.
@@ -53,8 +63,8 @@ type Step struct {
 	Action Action
 	// Instance is the instance the step acts on (not used by ActionSaveRecord).
 	Instance int
-	// Source is the primary a replica is pointed at (ActionReplicate) or the instance whose executed set is
-	// waited for (ActionWaitForExecuted); Address is where it is reached.
+	// Source is the primary a replica is pointed at (ActionReplicate), the instance whose executed set is
+	// waited for (ActionWaitForExecuted) or the one dumped (ActionSeed); Address is where it is reached.
 	Source  int
 	Address Address
 	// SemiSync is for ActionPromote and ActionConfigureSemiSync.
@@ -80,6 +90,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("wait %d for %d within %s", s.Instance, s.Source, s.Timeout)
 	case ActionSaveRecord:
 		return "save-record " + s.Record.String()
+	case ActionSeed:
+		return fmt.Sprintf("seed %d from %d", s.Instance, s.Source)
 	}
 	return fmt.Sprintf("%s %d", s.Action, s.Instance)
 }
@@ -112,21 +124,50 @@ func (s Step) run(ctx context.Context, ops Ops) error {
 		return ops.WaitForExecuted(ctx, s.Instance, s.Source, s.Timeout)
 	case ActionSaveRecord:
 		return ops.SaveRecord(ctx, s.Record)
+	case ActionSeed:
+		return ops.Seed(ctx, s.Instance, s.Source)
 	}
 	return fmt.Errorf("unknown action %q", s.Action)
 }
 
-// Execute runs the steps in order. A failed critical step stops the plan; a failed other step is reported and
-// the plan goes on. The errors are joined.
+// concurrent tells whether consecutive steps of the action, each on its own instance, may run at once: they
+// depend on nothing but the steps before the run, and nothing after the run depends on one of them more than
+// on the others. A failover's first pass stops every replica's receiver at once (on MariaDB each STOP SLAVE
+// IO_THREAD may wait for a frozen primary), and replicas follow a new primary at once.
+func (a Action) concurrent() bool { return a == ActionStopReplicaIO || a == ActionReplicate }
+
+// Execute runs the steps in order, except that a run of consecutive steps of a concurrent action, each on a
+// different instance, runs at once and ends when all of them have. A failed critical step stops the plan; a
+// failed other step is reported and the plan goes on. The errors are joined, in the order of the steps.
 func Execute(ctx context.Context, ops Ops, steps []Step) error {
 	var errs []error
-	for _, s := range steps {
-		if err := s.run(ctx, ops); err != nil {
-			errs = append(errs, fmt.Errorf("failed to %s: %w", s, err))
-			if s.critical() {
-				break
+	for i := 0; i < len(steps); {
+		run := steps[i : i+1]
+		if steps[i].Action.concurrent() {
+			seen := map[int]bool{}
+			j := i
+			for j < len(steps) && steps[j].Action == steps[i].Action && !seen[steps[j].Instance] {
+				seen[steps[j].Instance] = true
+				j++
+			}
+			run = steps[i:j]
+		}
+		runErrs := make([]error, len(run))
+		var wg sync.WaitGroup
+		for k, s := range run {
+			wg.Go(func() { runErrs[k] = s.run(ctx, ops) })
+		}
+		wg.Wait()
+		for k, err := range runErrs {
+			if err == nil {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("failed to %s: %w", run[k], err))
+			if run[k].critical() {
+				return errors.Join(errs...)
 			}
 		}
+		i += len(run)
 	}
 	return errors.Join(errs...)
 }
@@ -138,6 +179,10 @@ type Plan struct {
 	// Record is the record once the steps have run; the plan's ActionSaveRecord step stores it.
 	Record Record
 	Report Report
+	// Completed is the change of primary the plan completes if every step succeeds: its own decision when it is
+	// a Bootstrap, Adopt, Failover or Switchover; or, when it promotes the recorded primary whose change an
+	// earlier pass recorded without finishing it (its controller died in between), the recorded change.
+	Completed *Decision
 }
 
 // Requeue tells whether the member controller should observe and decide again soon: the plan changes

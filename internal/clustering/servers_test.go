@@ -78,7 +78,7 @@ func TestFailoverUnderWritesKeepsEveryAcknowledgedWrite(t *testing.T) {
 	other := 3 - p
 
 	w.waitAcks(100) // writes resume on the new primary
-	at, where := w.firstAckAfter(killed)
+	at, where := w.FirstAckAfter(killed)
 	t.Logf("killed to first acknowledged write on instance %d: %s", where, at.Sub(killed).Round(time.Millisecond))
 	g.Expect(where).To(Equal(p))
 	w.Stop()

@@ -109,6 +109,15 @@ type Observation struct {
 	// a primary marked unhealthy is failed over like an unreachable one, but fenced first. A Pod that is
 	// merely going away should be a switchover request instead: that loses no in-flight commit.
 	Unhealthy string
+	// Purged is what the instance executed that its binary logs no longer hold. Observe reads it for the
+	// recorded primary only, and only when another instance that answers is not receiving from it (an empty
+	// replica must be seeded when it lacks any of it); nil otherwise, or when the read failed (PurgedErr).
+	Purged    mysql.GTIDSet
+	PurgedErr error
+	// Seeding, when set, says that a seed of the instance is under way (the member controller's Job runs) and
+	// how it goes. The engine leaves the instance alone meanwhile: pointing it at the primary would apply
+	// transactions into a half-loaded server.
+	Seeding string
 }
 
 // Reachable tells whether the instance's status was read.
@@ -125,6 +134,18 @@ type Record struct {
 	// Errant lists, ascending, the instances found holding errant transactions. It is recomputed whenever the
 	// primary answers; it is remembered for a failover, when there is no primary to compare with.
 	Errant []int `json:"errant,omitempty"`
+	// Change is how Primary became the primary, saved with it before it turns writable: whichever pass
+	// completes the change (a standby's, when the controller that began it died in its middle) reports it
+	// (Plan.Completed). Nil in records written before it existed.
+	Change *Change `json:"change,omitempty"`
+}
+
+// Change is a change of primary as the record keeps it.
+type Change struct {
+	Kind Kind `json:"kind"`
+	// From is the former primary, -1 for none (Bootstrap, Adopt).
+	From   int    `json:"from"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // PrimaryIndex is the recorded primary, or -1.
@@ -145,8 +166,10 @@ func (r Record) String() string {
 	return fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
 }
 
-func withPrimary(r Record, p int) Record {
-	return Record{Primary: &p, Errant: slices.Clone(r.Errant)}
+// withPrimary is r with primary p, made so by d.
+func withPrimary(r Record, p int, d Decision) Record {
+	return Record{Primary: &p, Errant: slices.Clone(r.Errant), Change: &Change{Kind: d.Kind, From: d.From,
+		Reason: d.Reason}}
 }
 
 // Kind names a decision.

@@ -18,6 +18,9 @@
 //     by the controller, as root and with the binary log off.
 //   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
 //     <name>-replication; the plan's save-record step writes it before any new primary turns writable.
+//   - Seed: an instance the engine asks to seed (it has executed nothing and the primary's binary logs no
+//     longer hold what it lacks) gets the Job <name>-seed-<ordinal>, which loads it with a dump; while the Job
+//     runs the engine leaves the instance alone (see seed.go).
 //   - Label each Pod mysqlfleet.io/role=primary|replica (replica only while in sync: within MaxLag), or remove
 //     the label from Pods that are neither (unreachable, errant, not replicating, lagging), with a merge patch
 //     where it differs. The Services <name>/<name>-primary and <name>-replicas select on it. After a failed plan labels

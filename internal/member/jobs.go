@@ -199,11 +199,11 @@ func jobFailed(job *batchv1.Job) bool {
 	return false
 }
 
-// jobRequests maps a backup or restore Job, or one of their Pods, to the set it belongs to.
+// jobRequests maps a backup, restore or seed Job, or one of their Pods, to the set it belongs to.
 func jobRequests(_ context.Context, obj client.Object) []reconcile.Request {
 	l := obj.GetLabels()
 	switch l[v1alpha1.ComponentLabel] {
-	case render.ComponentBackup, render.ComponentRestore:
+	case render.ComponentBackup, render.ComponentRestore, SeedComponent:
 	default:
 		return nil
 	}

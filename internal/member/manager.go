@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // DefaultLeaderElectionID is the name of the member controller's Lease.
@@ -52,6 +53,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Resolver maps a Pod to its server's address; nil means PodIPResolver.
 	Resolver Resolver
+	// RunnerImage is the image whose backup runner the seed Jobs run (render.RunnerPath); empty means
+	// render.DefaultRunnerImage. `mysqlfleet join` passes the controller's own image.
+	RunnerImage string
 
 	// SkipControllerNameValidation lets one process build several managers (tests).
 	SkipControllerNameValidation bool
@@ -89,6 +93,9 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 	if o.Resolver == nil {
 		o.Resolver = PodIPResolver
 	}
+	if o.RunnerImage == "" {
+		o.RunnerImage = render.DefaultRunnerImage
+	}
 	leaseDuration, renewDeadline, retryPeriod := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 	reports := labels.SelectorFromSet(labels.Set{v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent})
@@ -125,10 +132,11 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		return nil, nil, err
 	}
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Resolve:   o.Resolver,
-		Timing:    o.withDefaults(),
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Resolve:     o.Resolver,
+		RunnerImage: o.RunnerImage,
+		Timing:      o.withDefaults(),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("member").
@@ -141,7 +149,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		// Pods: a new Pod IP, a Pod deleted or recreated. The StatefulSet controller owns them.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
-		// Backup and restore Jobs and their Pods: a Job that ends has an outcome to report.
+		// Backup, restore and seed Jobs and their Pods: a Job that ends has an outcome to report.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
 		WithOptions(controller.Options{

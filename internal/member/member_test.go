@@ -79,6 +79,7 @@ func (w *writeCounter) snapshot() []string {
 type env struct {
 	t      *testing.T
 	ctx    context.Context
+	cancel context.CancelFunc
 	c      client.Client
 	r      *Reconciler
 	writes *writeCounter
@@ -100,7 +101,9 @@ func (e *env) resolve(p *corev1.Pod) (clustering.Address, error) {
 	return a, nil
 }
 
-func startEnv(t *testing.T) *env {
+// startAPI starts an API server with the test's namespaces and the member controller's RBAC, and returns the
+// env (no controller yet) and the controller's identity: a config that impersonates its ServiceAccount.
+func startAPI(t *testing.T) (*env, *rest.Config) {
 	t.Helper()
 	cfg := testfleet.APIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,7 +112,7 @@ func startEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, c: c, addrs: map[string]clustering.Address{}}
+	e := &env{t: t, ctx: ctx, cancel: cancel, c: c, addrs: map[string]clustering.Address{}}
 	for _, ns := range []string{testNS, controllerNS} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -135,6 +138,15 @@ func startEnv(t *testing.T) *env {
 	if err := saClient.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("listing Secrets as the controller's ServiceAccount: got %v, want Forbidden", err)
 	}
+	return e, sa
+}
+
+// startEnv starts an API server and the member controller in-process, as its ServiceAccount, with leader
+// election, reaching each Pod's server through the env's resolver.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	e, sa := startAPI(t)
+	ctx := e.ctx
 	e.writes = &writeCounter{}
 	sa.Wrap(e.writes.wrap)
 
@@ -157,7 +169,7 @@ func startEnv(t *testing.T) *env {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
+		e.cancel()
 		if err := <-done; err != nil {
 			t.Errorf("the member controller stopped with an error: %v", err)
 		}
@@ -204,21 +216,28 @@ func initRoot(t *testing.T, s *mysqltest.Server) {
 	}
 }
 
-// addSet creates what the hub renders for a MariaDB MySQLCluster of n replicas (StatefulSet and credentials
-// Secret, applied as the hub does), and the n Pods the StatefulSet controller would make, with Pod IPs. Pod i
-// is served by addrs[i].
-func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.StatefulSet {
-	e.t.Helper()
+// renderSet is what the hub renders, for member eu1, for a MariaDB MySQLCluster of n replicas.
+func renderSet(t *testing.T, name, uid string, n int) *render.Objects {
+	t.Helper()
 	mc := &v1alpha1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID(uid)},
-		Spec: v1alpha1.MySQLClusterSpec{Engine: v1alpha1.EngineMariaDB, Version: "10.11", Replicas: int32(len(addrs)),
+		Spec: v1alpha1.MySQLClusterSpec{Engine: v1alpha1.EngineMariaDB, Version: "10.11", Replicas: int32(n),
 			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}},
 	}
 	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
 		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword})
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
+	return objs
+}
+
+// addSet creates what the hub renders for a MariaDB MySQLCluster of n replicas (StatefulSet and credentials
+// Secret, applied as the hub does), and the n Pods the StatefulSet controller would make. Pod i is served by
+// addrs[i], and its Pod IP is addrs[i]'s host.
+func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.StatefulSet {
+	e.t.Helper()
+	objs := renderSet(e.t, name, uid, len(addrs))
 	if err := e.c.Apply(e.ctx, objs.Secret, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		e.t.Fatal(err)
 	}
@@ -244,7 +263,7 @@ func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.State
 		if err := e.c.Create(e.ctx, pod); err != nil {
 			e.t.Fatal(err)
 		}
-		pod.Status.PodIP = fmt.Sprintf("10.0.%d.%d", len(name), i+10)
+		pod.Status.PodIP = a.Host
 		pod.Status.Phase = corev1.PodRunning
 		if err := e.c.Status().Update(e.ctx, pod); err != nil {
 			e.t.Fatal(err)
@@ -393,7 +412,7 @@ func TestMemberController(t *testing.T) {
 		}))
 		g.Expect(cm.Annotations).To(HaveKeyWithValue(v1alpha1.StatefulSetUIDAnnotation, string(sts.UID)))
 		g.Expect(metav1.IsControlledBy(cm, sts)).To(BeTrue(), "owner references %v", cm.OwnerReferences)
-		g.Expect(cm.Data[v1alpha1.ReplicationRecordKey]).To(Equal(`{"primary":0}`))
+		g.Expect(cm.Data[v1alpha1.ReplicationRecordKey]).To(Equal(`{"primary":0,"change":{"kind":"Bootstrap","from":-1}}`))
 	})
 
 	t.Run("a row written to the primary is on both replicas", func(t *testing.T) {

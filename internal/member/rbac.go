@@ -19,7 +19,9 @@ const ServiceAccountName = "mysqlfleet-member-controller"
 //     removes them with their StatefulSet through the owner reference, which does not block deletion and so
 //     needs no permission on statefulsets/finalizers);
 //   - Secrets: get only (the credentials Secret, read by name when a pass needs it; never listed nor watched);
-//   - Jobs: read and watch (the outcomes of the backup and restore Jobs the hub renders; it never runs one).
+//   - Jobs: read and watch (the outcomes of the backup and restore Jobs the hub renders), and create (its seed
+//     Jobs, which load an empty replica with a dump: see seed.go). No update, patch or delete: a finished seed
+//     Job is removed by the member's TTL controller.
 func ClusterRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
@@ -27,7 +29,7 @@ func ClusterRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"},
 			Verbs: []string{"get", "list", "watch", "create", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create"}},
 	}
 }
 

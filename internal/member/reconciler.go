@@ -37,6 +37,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Resolve maps a Pod to its server's address.
 	Resolve Resolver
+	// RunnerImage is the image the seed Jobs copy the backup runner from (the manager's; see seed.go).
+	RunnerImage string
 	Timing
 	pools pools
 
@@ -248,6 +250,10 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 			dsns[i] = dsn(v1alpha1.AdminUser, creds.admin, t.addr, r.StatusTimeout)
 		}
 	}
+	seeds, err := r.seedStates(ctx, s)
+	if err != nil {
+		return unobservedReport(s.prev, err), false, true
+	}
 	servers, openErrs := r.pools.servers(s.key, flavor, dsns)
 	ops := &clustering.ServerOps{
 		Servers:             servers,
@@ -255,6 +261,9 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		ReplicationPassword: creds.replication,
 		ConnectRetry:        r.ReplicaConnectRetry,
 		Save:                func(ctx context.Context, rec clustering.Record) error { return r.saveRecord(ctx, s, rec) },
+		SeedWith: func(ctx context.Context, i, source int) error {
+			return r.seed(ctx, s, d.Engine, seeds, i, source)
+		},
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, r.PassTimeout)
@@ -267,6 +276,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		}
 	}
 	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
+	seeding(obs, seeds)
 	plan := clustering.Decide(d, s.rec, obs)
 	execErr := clustering.Execute(ctx, ops, plan.Steps)
 	r.countPass(s.key)
@@ -276,6 +286,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 			"steps", len(plan.Steps), "error", execErr)
 	}
 	rep = buildReport(s.sts, plan, execErr, s.prev)
+	seedOutcomes(&rep, plan, seeds)
 	if requestErr != nil && rep.LastError == "" {
 		rep.LastError = requestErr.Error()
 	}

@@ -20,11 +20,6 @@ const (
 	kindRestoring  = "Restoring"
 )
 
-// transitions are the decisions that change the primary; the report keeps the last one that completed.
-var transitions = map[clustering.Kind]bool{
-	clustering.Bootstrap: true, clustering.Adopt: true, clustering.Failover: true, clustering.Switchover: true,
-}
-
 // buildReport turns one pass into the published report. execErr is the error of the plan's execution; prev is
 // the report published before (nil for none), whose last transition carries over until a new one completes.
 // Lag is rounded down to whole seconds, which is what the servers measure anyway, and nothing that changes
@@ -56,8 +51,8 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	}
 	if execErr != nil {
 		rep.LastError = execErr.Error()
-	} else if transitions[plan.Decision.Kind] {
-		t := rep.Decision
+	} else if plan.Completed != nil {
+		t := decisionOf(sts, *plan.Completed)
 		rep.LastTransition = &t
 	}
 	return rep

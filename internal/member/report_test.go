@@ -131,6 +131,10 @@ func TestDesiredSetMarksUnresolvableInstances(t *testing.T) {
 
 func plan(kind clustering.Kind, from, to int, ins ...clustering.InstanceReport) clustering.Plan {
 	p := clustering.Plan{Decision: clustering.Decision{Kind: kind, From: from, To: to}}
+	switch kind {
+	case clustering.Bootstrap, clustering.Adopt, clustering.Failover, clustering.Switchover:
+		p.Completed = &p.Decision // as Decide does
+	}
 	p.Report = clustering.Report{Decision: p.Decision, Primary: -1, Instances: ins}
 	for _, in := range ins {
 		if in.Role == clustering.RolePrimary {
@@ -171,6 +175,14 @@ func TestBuildReport(t *testing.T) {
 	failed := buildReport(sts, plan(clustering.Switchover, 0, 1, ins...), errors.New("boom"), &steady)
 	g.Expect(failed.LastTransition).To(Equal(rep.LastTransition))
 	g.Expect(failed.LastError).To(Equal("boom"))
+
+	// A repair that completes a change another pass recorded (a standby finishing a failover) reports it.
+	finishing := plan(clustering.Repair, -1, -1, ins...)
+	finishing.Completed = &clustering.Decision{Kind: clustering.Failover, From: 2, To: 0, Reason: "primary 2 is unreachable"}
+	finished := buildReport(sts, finishing, nil, &steady)
+	g.Expect(finished.LastTransition).To(Equal(&v1alpha1.ReplicationDecision{Kind: "Failover", From: "shop-2",
+		To: "shop-0", Reason: "primary 2 is unreachable"}))
+	g.Expect(finished.Decision).To(Equal(v1alpha1.ReplicationDecision{Kind: "Repair"}))
 
 	un := unobservedReport(&rep, errors.New("no Secret"))
 	g.Expect(un).To(Equal(v1alpha1.ReplicationReport{

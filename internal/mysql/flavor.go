@@ -89,6 +89,19 @@ type Flavor interface {
 	// new set as that set's own history: the binary log stays on, so that its replicas replicate what is
 	// loaded. The dump must be stripped of what belongs to the source (see internal/backup).
 	NewClusterRestoreCommand(o DumpOptions) []string
+	// PurgedGTIDSet reads the transactions the server executed that its binary logs no longer hold (purged, or
+	// loaded from a dump rather than written there): a replica lacking any of them cannot get it by GTID
+	// auto-positioning from this server and must be seeded instead.
+	PurgedGTIDSet(ctx context.Context, db DB) (GTIDSet, error)
+	// PrepareLoad lets the account that loads a dump into an empty server (its root) write while the server
+	// stays read-only for every other client.
+	PrepareLoad(ctx context.Context, db DB) error
+	// SetGTIDPosition records, on a server that has just loaded a dump out of its binary log, that it has
+	// executed pos (the dump's position) and that its binary logs do not hold those transactions, so that GTID
+	// auto-positioning resumes right after the dump and PurgedGTIDSet tells the truth if it ever becomes a
+	// source. It refuses a server whose binary log or executed set holds anything else. It undoes PrepareLoad.
+	SetGTIDPosition(ctx context.Context, db DB, pos GTIDSet) error
+
 	// DumpGTIDPosition reads the GTID position that a dump made by DumpCommand records, from the dump's first
 	// and last bytes (DumpEdgeSize of each is enough): the set a server restored from it has applied. It fails
 	// when neither holds one, as with a dump cut short.

@@ -336,9 +336,10 @@ func TestMariaDBFlavorStatements(t *testing.T) {
 			},
 		},
 		{
-			name: "semi-sync replica",
+			name: "semi-sync replica, whose STOP SLAVE waits at most a second for a frozen primary",
 			run:  func(ctx context.Context, db DB) error { return f.ConfigureSemiSyncReplica(ctx, db, true) },
-			want: []string{"SET GLOBAL rpl_semi_sync_slave_enabled = ON"},
+			want: []string{"SET GLOBAL rpl_semi_sync_slave_kill_conn_timeout = 1",
+				"SET GLOBAL rpl_semi_sync_slave_enabled = ON"},
 		},
 	}
 	for _, tt := range tests {

@@ -232,13 +232,18 @@ func (s *mariadbGTIDSet) other(o GTIDSet) *mariadbGTIDSet {
 func (s *mariadbGTIDSet) Engine() Engine { return MariaDB }
 
 func (s *mariadbGTIDSet) String() string {
+	return s.join(func(g *gomysql.MariadbGTID) uint64 { return uint64(g.ServerID) })
+}
+
+// join lists the set's GTIDs by domain and, within a domain, by key.
+func (s *mariadbGTIDSet) join(key func(*gomysql.MariadbGTID) uint64) string {
 	var all []*gomysql.MariadbGTID
 	s.each(func(g *gomysql.MariadbGTID) { all = append(all, g) })
 	slices.SortFunc(all, func(a, b *gomysql.MariadbGTID) int {
 		if c := cmp.Compare(a.DomainID, b.DomainID); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ServerID, b.ServerID)
+		return cmp.Compare(key(a), key(b))
 	})
 	parts := make([]string, len(all))
 	for i, g := range all {
@@ -315,4 +320,37 @@ func mariadbPosition(set GTIDSet) string {
 		parts[i] = pos.Sets[d].String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// HistoryAt is what a server that loaded a dump at position holds, given later, the executed set of the dumped
+// server read after the dump (the same history, further on). MySQL sets are exact: it is position. A MariaDB
+// position keeps one GTID per domain, and a server that knew only that would look, as a primary, as if every
+// replica held errant transactions of the other servers that wrote in the domain before (see Subtract); so it is
+// position plus each (domain, server_id) entry of later whose sequence number is not past the position's in its
+// domain: those servers wrote last before the dump. A server that wrote both before and after it is left at
+// the position's knowledge; replication brings its later entry.
+func HistoryAt(position, later GTIDSet) GTIDSet {
+	pos, ok := position.(*mariadbGTIDSet)
+	if !ok {
+		return position
+	}
+	at := pos.Position()
+	out := newMariaDBGTIDSet()
+	pos.each(out.add)
+	pos.other(later).each(func(g *gomysql.MariadbGTID) {
+		if p := at.Sets[g.DomainID]; p != nil && g.SequenceNumber <= p.SequenceNumber {
+			out.add(g)
+		}
+	})
+	return out
+}
+
+// mariadbState is a MariaDB set as gtid_binlog_state takes it: ordered by domain and, within a domain, by
+// sequence number, because the server takes the last entry of each domain for its position.
+func mariadbState(set GTIDSet) string {
+	m, ok := set.(*mariadbGTIDSet)
+	if !ok {
+		panic(fmt.Sprintf("mysql: a %s GTID set given to the MariaDB flavor", set.Engine()))
+	}
+	return m.join(func(g *gomysql.MariadbGTID) uint64 { return g.SequenceNumber })
 }

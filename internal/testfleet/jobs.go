@@ -23,7 +23,7 @@ import (
 )
 
 // A member's fake kubelet (kwok) runs no container: it marks Pods Running and, for Jobs, Succeeded. mysqlfleet's
-// backup and restore Jobs are different: what they do (a dump, a restore) and what they report (the runner's
+// backup, restore and seed Jobs are different: what they do (a dump, a restore) and what they report (the runner's
 // termination message) is the point. So in a fleet with workloads, kwok leaves those Pods running (the stage
 // that completes Job Pods skips them), and the jobs runner here plays their kubelet: it runs the Pod's
 // container command, the backup runner mysqlfleet-backup built from this module, as a local process, with the
@@ -32,11 +32,15 @@ import (
 // code and termination message.
 //
 // Two seams stand for the Pod network, which loopback processes do not have: a Service name or a Pod's DNS name
-// in MYSQL_HOST becomes a Pod (through the Service's EndpointSlices, as kube-proxy routes), and a Pod becomes
+// in MYSQL_HOST (or a seed's SEED_TARGET_HOST) becomes a Pod (through the Service's EndpointSlices, as kube-proxy routes), and a Pod becomes
 // an address through PodAddress (default: its IP on port 3306, which on kwok nobody serves, as is true there).
 
-// jobComponents are the app.kubernetes.io/component values of the Pods the jobs runner runs.
-var jobComponents = []string{"backup", "restore"}
+// jobComponents are the app.kubernetes.io/component values of the Pods the jobs runner runs: the hub's backup
+// and restore Jobs, and the member controller's seed Jobs.
+var jobComponents = []string{"backup", "restore", "seed"}
+
+// hostVariables are the variables of a runner's environment that name database servers.
+var hostVariables = []string{"MYSQL_HOST", "SEED_TARGET_HOST"}
 
 // runnerPath is where the Pods expect the backup runner (render.RunnerPath; testfleet does not import render).
 const runnerPath = "/mysqlfleet/mysqlfleet-backup"
@@ -54,7 +58,7 @@ type jobsRunner struct {
 }
 
 // SetPodAddresses sets where the member's database Pods are served (dbpods.Servers.Address, say) for the
-// backup and restore Jobs the fleet runs.
+// backup, restore and seed Jobs the fleet runs.
 func (c *Cluster) SetPodAddresses(a PodAddress) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -255,34 +259,42 @@ func (r *jobsRunner) environment(ctx context.Context, pod *corev1.Pod, ctr *core
 			set(e.Name, pod.Name)
 		}
 	}
-	if hosts := vars["MYSQL_HOST"]; hosts != "" {
-		var addrs []string
-		for _, h := range strings.Split(hosts, ",") {
-			// A name resolves once its Pod or endpoint exists; a Pod's DNS name may be looked up before the
-			// server behind it starts, and the runner waits for the server, not for the name: give the name a
-			// moment here, then let it lead nowhere, as an unresolved name would.
-			name := strings.TrimSpace(h)
-			a, err := r.resolve(ctx, pod.Namespace, name)
-			if err != nil && strings.Contains(name, ".") { // a Pod's name; a Service's endpoints are what they are
-				err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, false,
-					func(ctx context.Context) (bool, error) {
-						var err error
-						a, err = r.resolve(ctx, pod.Namespace, name)
-						return err == nil, nil
-					})
-			}
-			if err != nil {
-				a = name + ".unresolved.invalid"
-			}
-			addrs = append(addrs, a)
+	for _, v := range hostVariables {
+		if hosts := vars[v]; hosts != "" {
+			vars[v] = r.addresses(ctx, pod.Namespace, hosts)
 		}
-		vars["MYSQL_HOST"] = strings.Join(addrs, ",")
 	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
 		out = append(out, k+"="+vars[k])
 	}
 	return out, nil
+}
+
+// addresses resolves a comma-separated list of names a Pod would resolve in namespace ns into the addresses of
+// the database Pods they lead to.
+func (r *jobsRunner) addresses(ctx context.Context, ns, hosts string) string {
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		// A name resolves once its Pod or endpoint exists; a Pod's DNS name may be looked up before the
+		// server behind it starts, and the runner waits for the server, not for the name: give the name a
+		// moment here, then let it lead nowhere, as an unresolved name would.
+		name := strings.TrimSpace(h)
+		a, err := r.resolve(ctx, ns, name)
+		if err != nil && strings.Contains(name, ".") { // a Pod's name; a Service's endpoints are what they are
+			err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, false,
+				func(ctx context.Context) (bool, error) {
+					var err error
+					a, err = r.resolve(ctx, ns, name)
+					return err == nil, nil
+				})
+		}
+		if err != nil {
+			a = name + ".unresolved.invalid"
+		}
+		addrs = append(addrs, a)
+	}
+	return strings.Join(addrs, ",")
 }
 
 // resolve turns a name a Pod would resolve in its namespace (a Service, or <pod>.<headless Service>) into the

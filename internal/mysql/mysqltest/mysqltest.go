@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
@@ -61,7 +63,15 @@ type Option func(*config)
 
 type config struct {
 	args []string
+	// podIP: listen on port 3306 of an address of the server's own (OnPodIP).
+	podIP bool
 }
+
+// OnPodIP makes the server listen where a Pod's server does, on the MySQL port (3306) of an address of its own:
+// a random one of 127.0.0.0/8, which is all loopback on Linux, standing for the Pod's IP. A member controller
+// running as in production (reaching each Pod at its IP on port 3306) then reaches it with no test seam at
+// all. It fails when something listens on port 3306 of every loopback address (0.0.0.0:3306).
+func OnPodIP() Option { return func(c *config) { c.podIP = true } }
 
 // WithArgs adds mariadbd command-line options (--name=value), after the defaults so that they win.
 func WithArgs(args ...string) Option {
@@ -240,9 +250,14 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	if err := copyDir(template, dataDir); err != nil {
 		return nil, fmt.Errorf("failed to copy the template data directory: %w", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	host, port := "127.0.0.1", 0
+	if cfg.podIP {
+		host, port = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254)), 3306
+	} else {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	socket, err := socketPath(t, dir)
 	if err != nil {
@@ -250,7 +265,7 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	}
 	s := &Server{
 		ServerID: nextServerID.Add(1),
-		Host:     "127.0.0.1",
+		Host:     host,
 		Port:     port,
 		Socket:   socket,
 		DataDir:  dataDir,
@@ -263,7 +278,7 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		"--tmpdir=" + dir,
 		"--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + host,
 		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
 		"--log-error=" + s.errLog,
 		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
@@ -400,6 +415,54 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-exited
+}
+
+// PurgeBinaryLogs rotates the server's binary log and purges every older one, as PURGE BINARY LOGS or
+// binlog_expire_logs_seconds do in production: what the server executed until now is then in no binary log it
+// keeps. MariaDB keeps a log while a replica still reads it or InnoDB's binlog checkpoint has not passed it, and
+// PURGE then stops there without an error, so this tries again until only the newest is left, for at most a
+// minute; it fails the test after that.
+func (s *Server) PurgeBinaryLogs() {
+	s.t.Helper()
+	db, err := sql.Open("mysql", s.RootDSN())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec("FLUSH BINARY LOGS"); err != nil {
+		s.t.Fatalf("mysqltest: FLUSH BINARY LOGS: %v", err)
+	}
+	var logs []string
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			if logs, err = binaryLogs(db); err != nil || len(logs) == 1 {
+				return err == nil, err
+			}
+			_, err := db.ExecContext(ctx, "PURGE BINARY LOGS TO '"+logs[len(logs)-1]+"'")
+			return false, err
+		})
+	if err != nil {
+		s.t.Fatalf("mysqltest: the server of port %d keeps binary logs %v after PURGE BINARY LOGS: %v", s.Port, logs,
+			err)
+	}
+}
+
+func binaryLogs(db *sql.DB) ([]string, error) {
+	rows, err := db.Query("SHOW BINARY LOGS")
+	if err != nil {
+		return nil, fmt.Errorf("mysqltest: SHOW BINARY LOGS: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var logs []string
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			return nil, err
+		}
+		logs = append(logs, name)
+	}
+	return logs, rows.Err()
 }
 
 // ErrorLog is the server's error log so far, for failure messages.

@@ -8,6 +8,7 @@ package dbpods
 import (
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,13 +22,15 @@ import (
 // Servers maps Pod names to the servers standing behind them.
 type Servers struct {
 	t     testing.TB
+	opts  []mysqltest.Option
 	mu    sync.Mutex
 	byPod map[string]*mysqltest.Server
 }
 
-// New returns an empty set of servers, stopped when the test ends.
-func New(t testing.TB) *Servers {
-	return &Servers{t: t, byPod: map[string]*mysqltest.Server{}}
+// New returns an empty set of servers, stopped when the test ends. opts apply to every server it starts (e.g.
+// mysqltest.OnPodIP, for a controller that reaches Pods at their IPs).
+func New(t testing.TB, opts ...mysqltest.Option) *Servers {
+	return &Servers{t: t, opts: opts, byPod: map[string]*mysqltest.Server{}}
 }
 
 // Resolve is a member.Resolver: where the Pod's server listens.
@@ -65,7 +68,8 @@ func (p *Servers) StartWithRoot(pod, cnf, script, rootPassword string) *mysqltes
 		old.Kill()
 	}
 	// report_host is the Pod's name, as the rendered command line sets it.
-	s := mysqltest.Start(p.t, mysqltest.WithOptionFile(cnf), mysqltest.WithArgs("--report-host="+pod))
+	s := mysqltest.Start(p.t, append(slices.Clone(p.opts), mysqltest.WithOptionFile(cnf),
+		mysqltest.WithArgs("--report-host="+pod))...)
 	if script != "" {
 		db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
 		if err != nil {
