@@ -108,8 +108,14 @@ func runSQL(ctx context.Context, member string, key client.ObjectKey, host, user
 
 // querySQL is runSQL that returns the client's failure as an error, for use inside Eventually.
 func querySQL(ctx context.Context, member string, key client.ObjectKey, host, user, passwordKey, sql string) (string, error) {
-	name := startClient(ctx, member, key, "sql", host, user, passwordKey, sql,
-		`exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`)
+	// A Service made moments ago may not be programmed by kube-proxy yet (a busy node takes seconds), and a
+	// connection to its ClusterIP then times out: the client first waits for a connection, as an application's
+	// pool retries one, and only then sends the statements, once.
+	name := startClient(ctx, member, key, "sql", host, user, passwordKey, sql, `i=0
+until "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=2 -e "SELECT 1" >/dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -lt 30 ] || break; sleep 1
+done
+exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`)
 	defer deleteClient(ctx, member, key.Namespace, name)
 	logs, phase := waitClient(ctx, member, key.Namespace, name, 3*time.Minute)
 	if phase != corev1.PodSucceeded {
