@@ -19,10 +19,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
 
@@ -38,6 +38,8 @@ var (
 	members   map[string]*Cluster
 	clients   map[string]client.Client
 	workDir   string
+	// cli is the mysqlfleet binary, built from this tree.
+	cli string
 )
 
 func TestE2E(t *testing.T) {
@@ -93,9 +95,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	By("installing the chart on the hub with helm and running two manager replicas with leader election")
 	Expect(provider.InstallManager(ctx, filepath.Join("..", "charts", "mysqlfleet"), workDir)).To(Succeed())
 
-	By("registering every member as a Secret on the hub")
-	for _, m := range members {
-		Expect(registerMember(ctx, m.Name, m.Cloud, m.Region, m.MemberKubeconfig)).To(Succeed())
+	By("building the mysqlfleet CLI")
+	cli, err = localfleet.Build("..", "./cmd/mysqlfleet", workDir)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("registering every member with the hub")
+	for _, m := range ms {
+		Expect(provider.Join(ctx, m, cli)).To(Succeed())
 	}
 }, NodeTimeout(40*time.Minute))
 
@@ -137,11 +143,5 @@ var _ = ReportAfterEach(func(report SpecReport) {
 
 // registerMember writes the registration Secret that `mysqlfleet join` writes.
 func registerMember(ctx context.Context, name, cloud, region string, kubeconfig []byte) error {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
-			v1alpha1.MemberSecretLabel: "true", v1alpha1.CloudLabel: cloud, v1alpha1.RegionLabel: region,
-		}},
-		Data: map[string][]byte{v1alpha1.KubeconfigKey: kubeconfig},
-	}
-	return hubClient.Create(ctx, s)
+	return hubClient.Create(ctx, registration(name, cloud, region, kubeconfig))
 }

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,15 +99,17 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 			Expect(cj.Spec.ConcurrencyPolicy).To(Equal(batchv1.ForbidConcurrent))
 			schedules[cj.Spec.Schedule] = true
 
-			// As `kubectl create job --from=cronjob/orders-backup` does. The local fleet runs the Job's
-			// backup runner for real (internal/testfleet's jobs runner); no database server runs behind kwok's
-			// Pods, so the runner finds none to dump, and says so in the Pod's termination message.
+			// As `kubectl create job --from=cronjob/orders-backup` does. The runner leaves its report in the
+			// Pod's termination message. On kind it dumps the one server, orders-0, into the backup volume. The
+			// local fleet runs the Job's runner for real too (internal/testfleet's jobs runner), but no database
+			// server runs behind kwok's Pods: the runner finds none to dump, and says so.
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "orders-backup-manual",
 					Labels: cj.Spec.JobTemplate.Labels},
 				Spec: cj.Spec.JobTemplate.Spec,
 			}
 			Expect(clients[member].Create(ctx, job)).To(Succeed())
+			var message string
 			Eventually(func(g Gomega) string {
 				var pods corev1.PodList
 				g.Expect(clients[member].List(ctx, &pods, client.InNamespace(key.Namespace),
@@ -113,12 +117,29 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 				for _, p := range pods.Items {
 					for _, cs := range p.Status.ContainerStatuses {
 						if cs.State.Terminated != nil {
-							return cs.State.Terminated.Message
+							message = cs.State.Terminated.Message
+							return message
 						}
 					}
 				}
 				return ""
-			}).WithTimeout(2*time.Minute).Should(ContainSubstring("no server answers"), member)
+			}).WithTimeout(3*time.Minute).ShouldNot(BeEmpty(), member)
+			var report struct {
+				Backup *struct{ Name, Member, Pod, Engine, SHA256 string }
+				Error  string
+			}
+			Expect(json.Unmarshal([]byte(message), &report)).To(Succeed(), message)
+			if !slices.Contains(provider.Capabilities(), Backup) {
+				Expect(report.Error).To(ContainSubstring("no server answers"), member)
+				continue
+			}
+			Expect(report.Error).To(BeEmpty(), member)
+			Expect(report.Backup).NotTo(BeNil(), message)
+			Expect(report.Backup.Member).To(Equal(member))
+			Expect(report.Backup.Pod).To(Equal("orders-0"), member)
+			engine, _ := provider.Database()
+			Expect(report.Backup.Engine).To(Equal(string(engine)), member)
+			Expect(report.Backup.SHA256).To(HaveLen(64), member)
 		}
 		Expect(len(schedules)).To(BeNumerically(">", 1), "H spreads the members' backups")
 	})
@@ -346,13 +367,22 @@ func eventuallyConverged(ctx context.Context, key client.ObjectKey) *v1alpha1.My
 // eventuallyReady waits until the MySQLCluster is Ready on this generation: every member has a writable primary
 // and every replica in sync, as their member controllers report (providers with the Replication capability).
 func eventuallyReady(ctx context.Context, key client.ObjectKey) *v1alpha1.MySQLCluster {
+	return eventuallyReadyWithin(ctx, key, 5*time.Minute)
+}
+
+// eventuallyReadyWithin is eventuallyReady with a timeout of its own, for sets of many servers.
+func eventuallyReadyWithin(ctx context.Context, key client.ObjectKey, timeout time.Duration) *v1alpha1.MySQLCluster {
 	var c *v1alpha1.MySQLCluster
-	Eventually(func() bool {
+	// The message on timeout is the Ready condition as last seen, which names what is missing.
+	Eventually(func() string {
 		c = get(ctx, key)
 		cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
-		return c.Status.ObservedGeneration == c.Generation && cond != nil && cond.Status == metav1.ConditionTrue &&
-			cond.ObservedGeneration == c.Generation
-	}).WithTimeout(5 * time.Minute).WithPolling(250 * time.Millisecond).Should(BeTrue())
+		if c.Status.ObservedGeneration == c.Generation && cond != nil && cond.Status == metav1.ConditionTrue &&
+			cond.ObservedGeneration == c.Generation {
+			return "Ready"
+		}
+		return fmt.Sprintf("generation %d, observed %d, Ready %+v", c.Generation, c.Status.ObservedGeneration, cond)
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Equal("Ready"))
 	return c
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	mfcli "github.com/mysqlfleet/mysqlfleet/internal/cli"
 	"github.com/mysqlfleet/mysqlfleet/internal/kindfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 )
@@ -29,6 +30,9 @@ const kindPrefix = "e2e-"
 
 // managerLease is the manager's leader election Lease (the chart's default).
 const managerLease = "mysqlfleet-manager"
+
+// memberNamespace is where join installs the member controller in a member.
+const memberNamespace = mfcli.MemberNamespace
 
 // kindProvider runs the fleet of clusters/ as kind clusters (internal/kindfleet) with the images of make
 // kind-images, and the manager as the chart's Deployment. The suite's clusters are created fresh and deleted at
@@ -91,7 +95,39 @@ func (p *kindProvider) Database() (v1alpha1.Engine, string) {
 	return v1alpha1.EngineMariaDB, strings.TrimPrefix(p.images.Database, "mariadb:")
 }
 
-func (p *kindProvider) Capabilities() []Capability { return []Capability{RealPods, Replication} }
+func (p *kindProvider) Capabilities() []Capability {
+	return []Capability{RealPods, Replication, Backup}
+}
+
+// Join runs `mysqlfleet join`, which installs the member controller from the manager image loaded into the
+// member, and waits until both of its replicas run: the replication and backup specs need it.
+func (p *kindProvider) Join(ctx context.Context, m *Cluster, cli string) error {
+	km := p.fleet.Member(m.Name)
+	if km == nil {
+		return fmt.Errorf("no member %q", m.Name)
+	}
+	if err := p.fleet.Join(ctx, cli, km, ginkgo.GinkgoWriter); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(km.Config)
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(memberNamespace).Get(ctx, mfcli.MemberControllerName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, ptr.Deref(d.Spec.Replicas, 1))
+		return d.Status.ReadyReplicas == ptr.Deref(d.Spec.Replicas, 1) && d.Status.UpdatedReplicas == d.Status.ReadyReplicas, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the member controller of %s does not run: %s: %w", m.Name, last, err)
+	}
+	return nil
+}
 
 func (p *kindProvider) InstallManager(ctx context.Context, chartDir, _ string) error {
 	repo, tag, _ := strings.Cut(p.images.Manager, ":")

@@ -23,8 +23,8 @@ import (
 )
 
 // Specs that only real Pods allow: the database server runs and serves SQL, the manager runs as the chart's
-// Deployment, volumes hold data. They carry the RealPods label (see Capability); the replication and backup specs
-// join them with their own labels when those issues land.
+// Deployment, volumes hold data. They carry the RealPods label (see Capability), and Replication where they need
+// the member controller; kind_replication_test.go and kind_backup_test.go hold the replication and backup specs.
 
 var _ = Describe("The database on real Pods", Label(string(RealPods), string(Replication)), func() {
 	It("becomes Ready in each member and serves SQL through its Service", func(ctx SpecContext) {
@@ -101,10 +101,36 @@ var _ = Describe("The manager's Deployment", Label(string(RealPods), string(Repl
 // runSQL runs statements with the database image's client in a Pod of the member, against host, as user with the
 // password from the MySQLCluster's credentials Secret, and returns the Pod's output.
 func runSQL(ctx context.Context, member string, key client.ObjectKey, host, user, passwordKey, sql string) string {
-	cs, err := kubernetes.NewForConfig(members[member].Config)
+	out, err := querySQL(ctx, member, key, host, user, passwordKey, sql)
 	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// querySQL is runSQL that returns the client's failure as an error, for use inside Eventually.
+func querySQL(ctx context.Context, member string, key client.ObjectKey, host, user, passwordKey, sql string) (string, error) {
+	// A Service made moments ago may not be programmed by kube-proxy yet (a busy node takes seconds), and a
+	// connection to its ClusterIP then times out: the client first waits for a connection, as an application's
+	// pool retries one, and only then sends the statements, once.
+	name := startClient(ctx, member, key, "sql", host, user, passwordKey, sql, `i=0
+until "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=2 -e "SELECT 1" >/dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -lt 30 ] || break; sleep 1
+done
+exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`)
+	defer deleteClient(ctx, member, key.Namespace, name)
+	logs, phase := waitClient(ctx, member, key.Namespace, name, 3*time.Minute)
+	if phase != corev1.PodSucceeded {
+		return "", fmt.Errorf("the client in %s said: %s", member, logs)
+	}
+	return strings.TrimSpace(logs), nil
+}
+
+// startClient starts a Pod of the database image in the member that runs script with sh, the variables HOST,
+// DB_USER, SQL and MYSQL_PWD (the password under passwordKey in the MySQLCluster's credentials Secret) set, and
+// $client the image's client (mariadb or mysql, whichever it has). It returns the Pod's name.
+func startClient(ctx context.Context, member string, key client.ObjectKey, prefix, host, user, passwordKey, sql, script string) string {
+	cs := memberClientset(member)
 	image := statefulSet(ctx, member, key).Spec.Template.Spec.Containers[0].Image
-	name := "sql-" + rand.String(6)
+	name := prefix + "-" + rand.String(6)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name},
 		Spec: corev1.PodSpec{
@@ -113,10 +139,8 @@ func runSQL(ctx context.Context, member string, key client.ObjectKey, host, user
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "client", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-				// The official images' entrypoint passes other commands through; mariadb or mysql, whichever the
-				// image has.
-				Command: []string{"sh", "-c", `client=$(command -v mariadb || command -v mysql)
-exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`},
+				// The official images' entrypoint passes other commands through.
+				Command: []string{"sh", "-c", "client=$(command -v mariadb || command -v mysql)\n" + script},
 				Env: []corev1.EnvVar{
 					{Name: "HOST", Value: host}, {Name: "DB_USER", Value: user}, {Name: "SQL", Value: sql},
 					{Name: "MYSQL_PWD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -127,20 +151,38 @@ exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --sk
 			}},
 		},
 	}
-	_, err = cs.CoreV1().Pods(key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	_, err := cs.CoreV1().Pods(key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		_ = cs.CoreV1().Pods(key.Namespace).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
-	}()
+	return name
+}
+
+// waitClient waits until the client Pod has ended and returns its output and phase.
+func waitClient(ctx context.Context, member, ns, name string, timeout time.Duration) (string, corev1.PodPhase) {
+	cs := memberClientset(member)
 	var phase corev1.PodPhase
 	Eventually(func(g Gomega) corev1.PodPhase {
-		p, err := cs.CoreV1().Pods(key.Namespace).Get(ctx, name, metav1.GetOptions{})
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		phase = p.Status.Phase
 		return phase
-	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeElementOf(corev1.PodSucceeded, corev1.PodFailed), member)
-	logs, err := cs.CoreV1().Pods(key.Namespace).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeElementOf(corev1.PodSucceeded, corev1.PodFailed), member)
+	logs, err := clientLogs(ctx, member, ns, name)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(phase).To(Equal(corev1.PodSucceeded), "the client in %s said: %s", member, logs)
-	return strings.TrimSpace(string(logs))
+	return logs, phase
+}
+
+// clientLogs is a client Pod's output so far (an error while its container has not started).
+func clientLogs(ctx context.Context, member, ns, name string) (string, error) {
+	logs, err := memberClientset(member).CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	return string(logs), err
+}
+
+func deleteClient(ctx context.Context, member, ns, name string) {
+	_ = memberClientset(member).CoreV1().Pods(ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+}
+
+func memberClientset(member string) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(members[member].Config)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
 }

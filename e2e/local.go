@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
@@ -47,6 +49,16 @@ func (p *localProvider) Up(ctx context.Context) (*Cluster, []*Cluster, error) {
 func (p *localProvider) Database() (v1alpha1.Engine, string) { return v1alpha1.EngineMySQL, "8.4" }
 
 func (p *localProvider) Capabilities() []Capability { return nil }
+
+// Join writes the registration Secret with the member's admin kubeconfig: the local fleet's kube-controller-manager
+// fills no token Secrets (join would wait for one), and there is no member controller to install.
+func (p *localProvider) Join(ctx context.Context, m *Cluster, _ string) error {
+	cl, err := client.New(p.hub.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	return cl.Create(ctx, registration(m.Name, m.Cloud, m.Region, m.MemberKubeconfig))
+}
 
 func (p *localProvider) InstallManager(ctx context.Context, chartDir, workDir string) error {
 	if err := localfleet.InstallChart(p.hub.KubeconfigPath, chartDir, namespace, release, nil); err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -36,10 +38,11 @@ const (
 	// RealPods: Pods run their containers (kind), rather than being marked Running by a fake kubelet (kwok): the
 	// database serves SQL, the manager runs as the chart's Deployment.
 	RealPods Capability = "real-pods"
-	// Replication and Backup are for the specs of the replication and backup issues: they need real Pods too,
-	// and the product's member controller and backup runner. A provider lists them once those specs exist.
+	// Replication: the member controller runs in each member (installed by `mysqlfleet join`) and the servers
+	// replicate, fail over, and are reported on the hub. Needs real Pods.
 	Replication Capability = "replication"
-	Backup      Capability = "backup"
+	// Backup: the backup runner dumps real servers into a real volume, and a restore loads it into new ones.
+	Backup Capability = "backup"
 )
 
 // capabilities are every Capability the suite knows.
@@ -74,11 +77,25 @@ type Provider interface {
 	Database() (v1alpha1.Engine, string)
 	// Capabilities are what this provider offers of the suite's Capability list.
 	Capabilities() []Capability
+	// Join registers a member with the hub, cli being the mysqlfleet binary. The local fleet writes the
+	// registration Secret that `mysqlfleet join --skip-member-controller` would (its kwok Pods run no server for
+	// a member controller to manage); kind runs `mysqlfleet join`, which installs the member controller too.
+	Join(ctx context.Context, m *Cluster, cli string) error
 	// StopAPIServer makes a member unreachable; StartAPIServer brings it back with its data.
 	StopAPIServer(member string) error
 	StartAPIServer(member string) error
 	// Down removes everything Up made.
 	Down() error
+}
+
+// registration is the Secret on the hub that registers a member, as `mysqlfleet join` writes it.
+func registration(name, cloud, region string, kubeconfig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
+			v1alpha1.MemberSecretLabel: "true", v1alpha1.CloudLabel: cloud, v1alpha1.RegionLabel: region,
+		}},
+		Data: map[string][]byte{v1alpha1.KubeconfigKey: kubeconfig},
+	}
 }
 
 // missingCapabilities are the suite's capabilities the provider lacks.

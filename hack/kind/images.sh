@@ -100,6 +100,19 @@ import_dir() {
 # ---------------------------------------------------------------------------------------------------------------
 # Debian root filesystems
 
+# need_debootstrap installs Debian's debootstrap when it is missing (as install-deps.sh installs the test
+# dependencies), or says how to get it.
+need_debootstrap() {
+  command -v debootstrap >/dev/null || [[ -x /usr/sbin/debootstrap ]] && return 0
+  if command -v apt-get >/dev/null; then
+    log "installing debootstrap from Debian"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
+    return
+  fi
+  log "debootstrap is missing: install it (any distribution packages it), or build only the project's images: KIND_IMAGES=\"provisioner manager\" with public node and database images (README, kind tier)"
+  return 1
+}
+
 # rootfs NAME PACKAGES: a debootstrapped (minbase) Debian root with PACKAGES, trimmed, as a tarball in the cache.
 # The .deb files are cached too, so that another flavour or a rebuild downloads only what is new.
 rootfs() {
@@ -107,6 +120,7 @@ rootfs() {
   k=$(echo "$suite $mirror $pkgs" | sha256sum | cut -c1-12)
   out=$kcache/rootfs-$name-$suite-$k.tar
   if [[ -s $out ]]; then printf '%s' "$out"; return 0; fi
+  need_debootstrap || return 1
   log "debootstrap $suite ($name): $pkgs (cold: a few minutes)"
   dir=$(mktemp -d "$kcache/rootfs-$name.XXXX")
   work+=("$dir")

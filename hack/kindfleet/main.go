@@ -4,7 +4,8 @@
 //	                            images of make kind-images, gives the members their clouds' StorageClasses,
 //	                            installs the chart on the hub with helm (the manager as a Deployment of 2 replicas
 //	                            with leader election) and joins every member with `mysqlfleet join`, using the
-//	                            member's node address on kind's docker network, which the hub's Pods reach
+//	                            member's node address on kind's docker network, which the hub's Pods reach, and
+//	                            installing the member controller from the loaded manager image
 //	kindfleet down              deletes them
 //
 // Kubeconfigs are written to .kind/<cluster>.kubeconfig. Run from the repository root.
@@ -81,8 +82,7 @@ func up(ctx context.Context, root string, members int) error {
 		return err
 	}
 	for _, m := range f.Members {
-		if err := run(ctx, "bin/mysqlfleet", "--kubeconfig", f.Hub.KubeconfigPath, "join", m.Name,
-			"--member-kubeconfig", m.KubeconfigPath, "--server", m.Server, "--cloud", m.Cloud, "--region", m.Region); err != nil {
+		if err := f.Join(ctx, "bin/mysqlfleet", m, os.Stdout); err != nil {
 			return err
 		}
 	}

@@ -463,6 +463,23 @@ func waitAPIServer(ctx context.Context, c *Cluster, up bool, timeout time.Durati
 	}
 }
 
+// Join registers a member with the fleet's hub as a user does: `mysqlfleet join` (the binary cli) with the
+// member's admin kubeconfig, the node's address on kind's docker network as the server the hub's Pods reach, and
+// the member controller installed from the manager image loaded into the member (the CLI's default,
+// mysqlfleet/manager:<version>, is no image a kind node has). Its output goes to out.
+func (f *Fleet) Join(ctx context.Context, cli string, m *Cluster, out io.Writer) error {
+	args := []string{"--kubeconfig", f.Hub.KubeconfigPath, "join", m.Name,
+		"--member-kubeconfig", m.KubeconfigPath, "--server", m.Server, "--cloud", m.Cloud, "--region", m.Region,
+		"--member-controller-image", f.opts.Images.Manager}
+	_, _ = fmt.Fprintf(out, "\n$ %s %s\n", cli, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, cli, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("joining %s: %w", m.Name, err)
+	}
+	return nil
+}
+
 // Exec runs a command in a cluster's node container and returns its combined output.
 func (c *Cluster) Exec(ctx context.Context, args ...string) (string, error) {
 	var out bytes.Buffer

@@ -1,0 +1,227 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// Replication as the member controller runs it on real servers (installed by `mysqlfleet join`): a set of three
+// in every member, rows written through <name>-primary read on a replica through <name>-replicas, and a failover
+// when the primary's Pod is deleted under a writer that records every write acknowledged to it.
+var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), string(Replication)), func() {
+	placed := []string{"aws-eu-west-1", "azure-westeurope", "gcp-us-central1"}
+	var c *v1alpha1.MySQLCluster
+	var key client.ObjectKey
+
+	BeforeAll(func(ctx SpecContext) {
+		c = mysqlCluster("payments", "ledger", placed)
+		c.Spec.Replicas, c.Spec.Database = 3, "ledger"
+		c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+		create(ctx, c)
+		key = client.ObjectKeyFromObject(c)
+		DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, key) })
+	})
+
+	It("reads on a replica what was written on the primary in every member, and the hub shows them in sync", func(ctx SpecContext) {
+		got := eventuallyReadyWithin(ctx, key, 10*time.Minute)
+		Expect(got.Status.ReadyMembers).To(Equal("3/3"))
+		Expect(got.Status.Serving).To(Equal("9/9"))
+		pods := []string{"ledger-0", "ledger-1", "ledger-2"}
+		for _, member := range placed {
+			ms := memberStatus(got, member)
+			Expect(meta.IsStatusConditionTrue(ms.Conditions, v1alpha1.MemberConditionReplicating)).To(BeTrue(), member)
+			mr := ms.Replication
+			Expect(mr).NotTo(BeNil(), member)
+			Expect(mr.Primary).To(BeElementOf(pods), member)
+			Expect(mr.ReplicasInSync).To(Equal(int32(2)), member)
+			Expect(mr.ErrantReplicas).To(BeEmpty(), member)
+			Expect(mr.Unreachable).To(BeEmpty(), member)
+			Expect(mr.LastTransition).To(And(Not(BeNil()), HaveField("Kind", "Bootstrap"), HaveField("To", mr.Primary)), member)
+			replicas := slices.DeleteFunc(slices.Clone(pods), func(p string) bool { return p == mr.Primary })
+			Eventually(func(g Gomega) []string { return endpointPods(ctx, g, member, key.Namespace, c.PrimaryServiceName()) }).
+				WithTimeout(time.Minute).Should(Equal([]string{mr.Primary}), member)
+			Eventually(func(g Gomega) []string { return endpointPods(ctx, g, member, key.Namespace, c.ReplicasServiceName()) }).
+				WithTimeout(time.Minute).Should(Equal(replicas), member)
+
+			By("writing through " + c.PrimaryServiceName() + " in " + member)
+			Expect(runSQL(ctx, member, key, c.PrimaryServiceName(), "root", v1alpha1.RootPasswordKey,
+				"CREATE TABLE ledger.entries (id INT PRIMARY KEY, member VARCHAR(64)); "+
+					"INSERT INTO ledger.entries VALUES (1, '"+member+"'); SELECT @@report_host")).To(Equal(mr.Primary), member)
+
+			By("reading it through " + c.ReplicasServiceName() + " in " + member)
+			Eventually(func() (string, error) {
+				return querySQL(ctx, member, key, c.ReplicasServiceName(), "root", v1alpha1.RootPasswordKey,
+					"SELECT CONCAT_WS(' ', @@report_host, @@read_only, COUNT(*)) FROM ledger.entries WHERE member = '"+member+"'")
+			}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(
+				// read_only reads 1 on MySQL and ON on MariaDB.
+				MatchRegexp(`^(%s|%s) (1|ON) 1$`, replicas[0], replicas[1]), member)
+		}
+	})
+
+	It("fails over when the primary's Pod is deleted, loses no acknowledged write, and the hub shows it", func(ctx SpecContext) {
+		member := "aws-eu-west-1"
+		old := memberStatus(get(ctx, key), member).Replication.Primary
+		Expect(old).NotTo(BeEmpty())
+		Expect(runSQL(ctx, member, key, c.PrimaryServiceName(), "root", v1alpha1.RootPasswordKey,
+			"CREATE TABLE ledger.acks (id INT PRIMARY KEY); SELECT 'created'")).To(Equal("created"))
+
+		By("writing through " + c.PrimaryServiceName() + " from a Pod that records each acknowledged write")
+		writer := startClient(ctx, member, key, "writer", c.PrimaryServiceName(), "root", v1alpha1.RootPasswordKey,
+			"ledger.acks", writerScript)
+		DeferCleanup(func(ctx SpecContext) { deleteClient(ctx, member, key.Namespace, writer) })
+		Eventually(func(g Gomega) int {
+			logs, err := clientLogs(ctx, member, key.Namespace, writer)
+			g.Expect(err).NotTo(HaveOccurred())
+			return len(acknowledged(logs))
+		}).
+			WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", 20))
+
+		By("deleting the primary's Pod " + old)
+		Expect(clients[member].Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: old}})).
+			To(Succeed())
+
+		By("the hub shows the failover in status and as an Event")
+		var mr *v1alpha1.MemberReplication
+		Eventually(func(g Gomega) {
+			mr = memberStatus(get(ctx, key), member).Replication
+			g.Expect(mr).NotTo(BeNil())
+			g.Expect(mr.LastTransition).To(And(Not(BeNil()), HaveField("Kind", "Failover"), HaveField("From", old)))
+			g.Expect(mr.Primary).To(Equal(mr.LastTransition.To))
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		promoted := mr.Primary
+		Expect(promoted).NotTo(Equal(old))
+		Expect(mr.LastTransition.ObservedTime).NotTo(BeNil())
+		Eventually(func(g Gomega) []string { return eventNotes(ctx, g, key, "Failover") }).WithTimeout(time.Minute).
+			Should(ContainElement(ContainSubstring("member " + member + ": Failover from " + old + " to " + promoted)))
+		Eventually(func(g Gomega) []string { return endpointPods(ctx, g, member, key.Namespace, c.PrimaryServiceName()) }).
+			WithTimeout(time.Minute).Should(Equal([]string{promoted}))
+
+		By("the writer goes on through " + c.PrimaryServiceName() + " until 20 writes after a failed one were acknowledged")
+		logs, phase := waitClient(ctx, member, key.Namespace, writer, 10*time.Minute)
+		Expect(phase).To(Equal(corev1.PodSucceeded), logs)
+		acked := acknowledged(logs)
+		failed := failLine.FindAllString(logs, -1)
+		Expect(failed).NotTo(BeEmpty(), "the writer saw the primary go")
+		_, _ = fmt.Fprintf(GinkgoWriter, "the writer: %d writes acknowledged, %d not\n", len(acked), len(failed))
+
+		By("every acknowledged write is on the new primary " + promoted)
+		out := runSQL(ctx, member, key, promoted+"."+c.HeadlessServiceName(), "root", v1alpha1.RootPasswordKey,
+			"SELECT @@report_host; SELECT @@read_only; SELECT id FROM ledger.acks")
+		rows := strings.Fields(out)
+		Expect(rows[0]).To(Equal(promoted))
+		Expect(rows[1]).To(BeElementOf("0", "OFF"), "the new primary is writable")
+		var lost []string
+		for _, id := range acked {
+			if !slices.Contains(rows[2:], id) {
+				lost = append(lost, id)
+			}
+		}
+		Expect(lost).To(BeEmpty(), "acknowledged writes missing on the new primary (%d acknowledged)", len(acked))
+
+		By("the returning Pod " + old + " rejoins as a replica, or is reported errant")
+		Eventually(func(g Gomega) {
+			mr := memberStatus(get(ctx, key), member).Replication
+			g.Expect(mr).NotTo(BeNil())
+			g.Expect(mr.Primary).To(Equal(promoted))
+			g.Expect(mr.Unreachable).To(BeEmpty())
+			g.Expect(mr.ReplicasInSync == 2 || slices.Contains(mr.ErrantReplicas, old)).To(BeTrue(), "%+v", mr)
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+})
+
+// writerScript inserts ids 1, 2, ... into the table $SQL through $HOST, one connection and one autocommit INSERT
+// each, and prints "ack N" only when the server acknowledged N's commit ("fail N" otherwise: refused, broken
+// off, or no answer within 20 s, whose outcome is unknown). It ends once 20 writes were acknowledged after a
+// failed one, or fails after 8 minutes. The pause after a failure keeps a Service with no endpoint from
+// spinning the loop.
+const writerScript = `deadline=$(( $(date +%s) + 480 ))
+i=0; failed=0; after=0
+while [ "$(date +%s)" -lt "$deadline" ]; do
+  i=$((i + 1))
+  if timeout 20 "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=2 -e "INSERT INTO $SQL VALUES ($i)"; then
+    echo "ack $i"
+    if [ "$failed" -gt 0 ]; then
+      after=$((after + 1))
+      if [ "$after" -ge 20 ]; then exit 0; fi
+    fi
+  else
+    echo "fail $i"
+    failed=$((failed + 1))
+    sleep 0.5
+  fi
+done
+echo "no 20 acknowledged writes after a failed one within 8 minutes"
+exit 1`
+
+var (
+	ackLine  = regexp.MustCompile(`(?m)^ack ([0-9]+)$`)
+	failLine = regexp.MustCompile(`(?m)^fail [0-9]+$`)
+)
+
+// acknowledged are the ids the writer printed as acknowledged.
+func acknowledged(logs string) []string {
+	var ids []string
+	for _, m := range ackLine.FindAllStringSubmatch(logs, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+// endpointPods are the Pods behind a Service in a member, by its EndpointSlices, sorted.
+func endpointPods(ctx context.Context, g Gomega, member, ns, service string) []string {
+	var list discoveryv1.EndpointSliceList
+	g.Expect(clients[member].List(ctx, &list, client.InNamespace(ns),
+		client.MatchingLabels{discoveryv1.LabelServiceName: service})).To(Succeed())
+	pods := []string{}
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				pods = append(pods, e.TargetRef.Name)
+			}
+		}
+	}
+	slices.Sort(pods)
+	return pods
+}
+
+// eventNotes are the notes of the hub's Events with the given reason on the MySQLCluster.
+func eventNotes(ctx context.Context, g Gomega, key client.ObjectKey, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(hubClient.List(ctx, &list, client.InNamespace(key.Namespace))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == key.Name && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// deleteAndWait deletes a MySQLCluster on the hub and waits until it is gone.
+func deleteAndWait(ctx context.Context, key client.ObjectKey) {
+	var c v1alpha1.MySQLCluster
+	if err := hubClient.Get(ctx, key, &c); apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(hubClient.Delete(ctx, &c)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(hubClient.Get(ctx, key, &v1alpha1.MySQLCluster{})) }).
+		WithTimeout(3 * time.Minute).Should(BeTrue())
+}
