@@ -18,6 +18,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,6 +126,12 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		if err := c.List(ctx, &pods); err == nil {
 			for _, p := range pods.Items {
 				out = append(out, fmt.Sprintf("pod %s/%s node=%s phase=%s conditions=%v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions))
+			}
+		}
+		var sets appsv1.StatefulSetList
+		if err := c.List(ctx, &sets); err == nil {
+			for _, s := range sets.Items {
+				out = append(out, fmt.Sprintf("statefulset %s/%s generation=%d status=%+v", s.Namespace, s.Name, s.Generation, s.Status))
 			}
 		}
 		if err := c.List(ctx, &nodes); err == nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,8 @@ type Cluster struct {
 	bin string
 	// workloads is set when the cluster runs controllers, a scheduler and kwok.
 	workloads bool
+	// apiStopped is set between StopAPIServer and StartAPIServer.
+	apiStopped atomic.Bool
 
 	mu         sync.Mutex
 	jobs       *jobsRunner
@@ -105,6 +108,7 @@ func (c *Cluster) Clientset() *kubernetes.Clientset {
 // control plane crashes. It kills rather than terminates: a kube-apiserver with open watches can take longer to
 // shut down gracefully than envtest waits, and envtest then cannot start it again.
 func (c *Cluster) StopAPIServer() error {
+	c.apiStopped.Store(true)
 	if c.workloads {
 		c.stopControllers()
 	}
@@ -130,7 +134,14 @@ func (c *Cluster) StopAPIServer() error {
 
 // StartAPIServer starts a kube-apiserver again on the same address, with the same certificates, client CA and
 // data. envtest keeps a killed server marked as running, so a fresh server takes the old one's configuration.
+// It does nothing when the API server was not stopped, so that a test may both start it and defer a start for
+// when it fails midway: a second start would find the old server answering on the address, and start a second
+// controller manager and scheduler beside the first (two StatefulSet controllers and two schedulers racing
+// each other, which once left a StatefulSet's status stale for minutes).
 func (c *Cluster) StartAPIServer() error {
+	if !c.apiStopped.Load() {
+		return nil
+	}
 	old := c.env.ControlPlane.APIServer
 	fresh := &envtest.APIServer{
 		SecureServing: old.SecureServing, Path: old.Path, CertDir: old.CertDir,
@@ -141,6 +152,7 @@ func (c *Cluster) StartAPIServer() error {
 		return fmt.Errorf("testfleet: restarting kube-apiserver of %s: %w", c.Name, err)
 	}
 	c.env.ControlPlane.APIServer = fresh
+	c.apiStopped.Store(false)
 	if c.workloads {
 		return c.startControllers()
 	}
