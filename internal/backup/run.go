@@ -2,7 +2,6 @@ package backup
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
@@ -91,6 +92,8 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 	dumped := &counter{}
 	head := &headBuffer{max: mysql.DumpEdgeSize}
 	tail := &tailBuffer{max: mysql.DumpEdgeSize}
+	// klauspost/compress's gzip writes the same format as compress/gzip, faster at the same level: the runner
+	// keeps pace with a plain `dump | gzip` (make bench-backup).
 	gz := gzip.NewWriter(io.MultiWriter(pw, sum, stored))
 	dumpDone := make(chan error, 1)
 	go func() {

@@ -1,0 +1,167 @@
+package backup
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+)
+
+// Results is what a benchmark run records, as JSON in bench/results/backup-<timestamp>.json.
+type Results struct {
+	Timestamp  string   `json:"timestamp"`
+	Host       Host     `json:"host"`
+	Runner     string   `json:"runner"`
+	ServerArgs []string `json:"serverArgs"`
+	Database   Database `json:"database"`
+	// Target is the largest runner/pipe ratio of median times the issue allows.
+	Target  float64 `json:"targetRatio"`
+	Backup  Summary `json:"backup"`
+	Restore Summary `json:"restore"`
+	Runs    []Run   `json:"runs"`
+}
+
+// Host is the machine and its load: the server, the dump tool, gzip and the runner share its cores.
+type Host struct {
+	Cores     int        `json:"cores"`
+	LoadStart [3]float64 `json:"loadAverageStart"`
+	LoadEnd   [3]float64 `json:"loadAverageEnd"`
+	GoVersion string     `json:"goVersion"`
+	MariaDB   string     `json:"mariadb"`
+	Gzip      string     `json:"gzip"`
+	Commit    string     `json:"commit,omitempty"`
+}
+
+// Database is what was backed up.
+type Database struct {
+	Tables      int     `json:"tables"`
+	Rows        int64   `json:"rows"`
+	OnDiskBytes int64   `json:"onDiskBytes"`
+	FillSeconds float64 `json:"fillSeconds"`
+}
+
+// Run is one round: both backups, then both restores, each restore into a fresh server and checked.
+type Run struct {
+	Index         int     `json:"run"`
+	Load1         float64 `json:"load1AtStart"`
+	Order         string  `json:"order"`
+	PlainBackup   Timing  `json:"plainBackup"`
+	RunnerBackup  Timing  `json:"runnerBackup"`
+	PlainRestore  Timing  `json:"plainRestore"`
+	RunnerRestore Timing  `json:"runnerRestore"`
+}
+
+// Timing is one backup or restore.
+type Timing struct {
+	Seconds float64 `json:"seconds"`
+	// StoredBytes is the compressed dump as stored (backups).
+	StoredBytes int64 `json:"storedBytes,omitempty"`
+	// DumpBytes is the dump before compression, as the runner's manifest records it.
+	DumpBytes    int64  `json:"dumpBytes,omitempty"`
+	GTIDPosition string `json:"gtidPosition,omitempty"`
+}
+
+// Summary compares the runner with the pipe for backups or restores.
+type Summary struct {
+	PlainMedianSeconds  float64 `json:"plainMedianSeconds"`
+	RunnerMedianSeconds float64 `json:"runnerMedianSeconds"`
+	// Ratio is the runner's median over the pipe's; Met is Ratio <= the target.
+	Ratio float64 `json:"ratio"`
+	Met   bool    `json:"targetMet"`
+	// PairedRatios are each run's runner time over the same run's pipe time.
+	PairedRatios []float64 `json:"pairedRatios"`
+	// MiB/s of the uncompressed dump (the runner's DumpBytes), at the medians.
+	PlainMiBps  float64 `json:"plainMiBPerSecond"`
+	RunnerMiBps float64 `json:"runnerMiBPerSecond"`
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *Results) summarize() {
+	var dump []float64
+	for _, run := range r.Runs {
+		dump = append(dump, float64(run.RunnerBackup.DumpBytes))
+	}
+	mib := median(dump) / (1 << 20)
+	sum := func(plain, runner func(Run) Timing) Summary {
+		var p, q, paired []float64
+		for _, run := range r.Runs {
+			p, q = append(p, plain(run).Seconds), append(q, runner(run).Seconds)
+			paired = append(paired, runner(run).Seconds/plain(run).Seconds)
+		}
+		s := Summary{PlainMedianSeconds: median(p), RunnerMedianSeconds: median(q), PairedRatios: paired}
+		if s.PlainMedianSeconds > 0 && s.RunnerMedianSeconds > 0 {
+			s.Ratio = s.RunnerMedianSeconds / s.PlainMedianSeconds
+			s.Met = s.Ratio <= r.Target
+			s.PlainMiBps, s.RunnerMiBps = mib/s.PlainMedianSeconds, mib/s.RunnerMedianSeconds
+		}
+		return s
+	}
+	r.Backup = sum(func(x Run) Timing { return x.PlainBackup }, func(x Run) Timing { return x.RunnerBackup })
+	r.Restore = sum(func(x Run) Timing { return x.PlainRestore }, func(x Run) Timing { return x.RunnerRestore })
+}
+
+func (r *Results) print(w io.Writer) {
+	_, _ = fmt.Fprintf(w, "\nDatabase: %d tables, %d rows, %.2f GiB on disk; dump %.2f GiB, stored %.0f MiB "+
+		"(runner) / %.0f MiB (pipe). %d runs, %d cores, load %.1f at start, %.1f at end.\n",
+		r.Database.Tables, r.Database.Rows, gib(r.Database.OnDiskBytes), gib(r.Runs[0].RunnerBackup.DumpBytes),
+		float64(r.Runs[0].RunnerBackup.StoredBytes)/(1<<20), float64(r.Runs[0].PlainBackup.StoredBytes)/(1<<20),
+		len(r.Runs), r.Host.Cores, r.Host.LoadStart[0], r.Host.LoadEnd[0])
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "\tpipe median\trunner median\trunner/pipe\tpaired ratios\tpipe MiB/s\trunner MiB/s\ttarget ≤1.10")
+	for _, row := range []struct {
+		name string
+		s    Summary
+	}{{"backup", r.Backup}, {"restore", r.Restore}} {
+		met := "met"
+		if !row.s.Met {
+			met = "MISSED"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f\t%s\t%.1f\t%.1f\t%s\n", row.name, row.s.PlainMedianSeconds,
+			row.s.RunnerMedianSeconds, row.s.Ratio, ratios(row.s.PairedRatios), row.s.PlainMiBps, row.s.RunnerMiBps, met)
+	}
+	_ = tw.Flush()
+}
+
+func ratios(xs []float64) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%.3f", x)
+	}
+	return out
+}
+
+func (r *Results) write() error {
+	dir := resultsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	for _, name := range []string{"backup-" + r.Timestamp + ".json", "backup-latest.json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("Results: %s\n", filepath.Join(dir, "backup-"+r.Timestamp+".json"))
+	return nil
+}
