@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,7 +59,8 @@ func (b *bench) phases(ctx context.Context) {
 
 	// 3. Idle writes, then the memory of the converged fleet.
 	b.res.Idle = b.idle(ctx)
-	b.logf("idle writes over %s: hub %.0f, members %.0f", o.idle, b.res.Idle.HubWrites, b.res.Idle.MemberWrites)
+	b.logf("idle writes over %s: hub %.0f, members %.0f (CPU-s: manager %.1f, fleet %.1f)", o.idle, b.res.Idle.HubWrites,
+		b.res.Idle.MemberWrites, b.res.Idle.ManagerCPUSeconds, b.res.Idle.FleetCPUSeconds)
 	if s, err := b.mgr.settledMem(ctx); err != nil {
 		b.fail("memory", err)
 	} else {
@@ -85,8 +88,15 @@ func (b *bench) phases(ctx context.Context) {
 }
 
 // convergence is one run of the convergence phase, on namespaces of its own (their names end in rep): the floor,
-// kubectl, then mysqlfleet. It returns the figures and mysqlfleet's group, rendered for all the members (the
+// kubectl and mysqlfleet. It returns the figures and mysqlfleet's group, rendered for all the members (the
 // joining one too: its objects there are what the join waits for).
+//
+// Every approach's objects stay, so each one runs on member API servers that hold more than the one before it
+// did, and they get slower as they fill (the floor of a fifth run took 2.4x the first one's in a -repeat 5 run
+// of 2026-11-26). Measured always in the same order, the approach that comes last pays for that in every run. The
+// order therefore rotates from run to run (run 1: floor, kubectl, mysqlfleet; run 2: mysqlfleet, floor, kubectl;
+// run 3: kubectl, mysqlfleet, floor; ...), and the manager is let settle before whatever follows mysqlfleet, so
+// that its trailing status writes are not timed as another approach's.
 func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Cluster) (ConvergenceRun, *group, error) {
 	o := b.o
 	var out ConvergenceRun
@@ -94,11 +104,15 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 	tag := strconv.Itoa(rep)
 	b.logf("run %d of %d", rep, o.repeat)
 
-	b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", o.clusters*8*o.members, o.workers)
-	if g, err := newGroup(ctx, b.hub, "b"+tag, o.clusters, o.perNamespace, registered, true); err != nil {
-		b.fail("floor", err)
-	} else {
+	floor := func() {
+		b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", o.clusters*8*o.members, o.workers)
+		g, err := newGroup(ctx, b.hub, "b"+tag, o.clusters, o.perNamespace, registered, true)
+		if err != nil {
+			b.fail("floor", err)
+			return
+		}
 		before := b.snapshot(ctx)
+		b.profileMember(ctx, "floor-"+tag)
 		start, _, err := pushGo(ctx, g, b.members, o.workers)
 		if err != nil {
 			b.fail("floor", err)
@@ -106,14 +120,20 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 		out.Floor = b.finish(ctx, before, g, names(b.members), start, nil)
 		b.logf("(b) floor: %.2fs", out.Floor.TotalSeconds)
 	}
-
-	b.logf("(a) kubectl apply --server-side into %d members at once", o.members)
-	if g, err := newGroup(ctx, b.hub, "a"+tag, o.clusters, o.perNamespace, registered, true); err != nil {
-		b.fail("kubectl", err)
-	} else if dirs, err := writeManifests(filepath.Join(b.tmpDir, "a"+tag), g, b.members); err != nil {
-		b.fail("kubectl", err)
-	} else {
+	kubectl := func() {
+		b.logf("(a) kubectl apply --server-side into %d members at once", o.members)
+		g, err := newGroup(ctx, b.hub, "a"+tag, o.clusters, o.perNamespace, registered, true)
+		if err != nil {
+			b.fail("kubectl", err)
+			return
+		}
+		dirs, err := writeManifests(filepath.Join(b.tmpDir, "a"+tag), g, b.members)
+		if err != nil {
+			b.fail("kubectl", err)
+			return
+		}
 		before := b.snapshot(ctx)
+		b.profileMember(ctx, "kubectl-"+tag)
 		start, _, err := pushKubectl(ctx, b.kubectl, filepath.Join(b.tmpDir, "kubectl-cache"), dirs, b.members)
 		if err != nil {
 			b.fail("kubectl", err)
@@ -121,15 +141,25 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 		out.Kubectl = b.finish(ctx, before, g, names(b.members), start, nil)
 		b.logf("(a) kubectl: %.2fs", out.Kubectl.TotalSeconds)
 	}
-
-	g, err := newGroup(ctx, b.hub, "h"+tag, o.clusters, o.perNamespace, b.factsOf(all...), false)
-	if err != nil {
-		return out, nil, err
+	var g *group
+	var gerr error
+	mysqlfleet := func() {
+		if g, gerr = newGroup(ctx, b.hub, "h"+tag, o.clusters, o.perNamespace, b.factsOf(all...), false); gerr != nil {
+			return
+		}
+		b.logf("mysqlfleet: %d MySQLClusters onto %d members", o.clusters, o.members)
+		out.MySQLFleet = b.mysqlfleetRun(ctx, "convergence-"+tag, g, b.members)
+		b.cached += out.MySQLFleet.Objects - out.MySQLFleet.Missing
+		b.quiesce(ctx)
 	}
-	b.logf("mysqlfleet: %d MySQLClusters onto %d members", o.clusters, o.members)
-	conv := b.mysqlfleetRun(ctx, "convergence-"+tag, g, b.members)
-	b.cached += conv.Objects - conv.Missing
-	out.MySQLFleet = conv
+	order := []func(){floor, kubectl, mysqlfleet}
+	for i := range order {
+		order[(i+len(order)-(rep-1)%len(order))%len(order)]()
+	}
+	if gerr != nil {
+		return out, nil, gerr
+	}
+	conv := out.MySQLFleet
 	out.RatioKubectl = ratio(conv.TotalSeconds, out.Kubectl.TotalSeconds)
 	out.RatioFloor = ratio(conv.TotalSeconds, out.Floor.TotalSeconds)
 	out.ApplyRatioFloor = ratio(conv.MemberApplyMillis, out.Floor.MemberApplyMillis)
@@ -137,6 +167,46 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 		conv.TotalSeconds, conv.P50Seconds, conv.P99Seconds, out.RatioKubectl, out.RatioFloor, out.ApplyRatioFloor,
 		fmtApplyErrors(conv.ApplyErrors), conv.Manager["reconciles"])
 	return out, g, nil
+}
+
+// profileMember records, in the background, a CPU profile of the first member's API server over the first
+// memberProfileSeconds of a run, as <profiles>/apiserver-<member>-<run>.cpu.pprof: where a member's CPU goes for
+// each approach, compared with `go tool pprof -diff_base`.
+func (b *bench) profileMember(ctx context.Context, run string) {
+	m := b.members[0]
+	file := filepath.Join(b.profDir, "apiserver-"+m.Name+"-"+run+".cpu.pprof")
+	go func() {
+		data, err := b.clients[m.Name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(memberProfileSeconds)).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(file, data, 0o600)
+		}
+		if err != nil && ctx.Err() == nil {
+			b.logf("profile of %s's API server (%s): %v", m.Name, run, err)
+		}
+	}()
+}
+
+// memberProfileSeconds is shorter than any approach's convergence, so that each profile sees only its approach.
+const memberProfileSeconds = 20
+
+// quiesce waits until the manager's counters (reconciles, applies, queue) have stood still for two seconds, at
+// most a minute: what it still does after the last object appeared in the members (hub status writes) is done.
+func (b *bench) quiesce(ctx context.Context) {
+	var last map[string]float64
+	still := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && still < 4; {
+		if sleep(ctx, 500*time.Millisecond) != nil {
+			return
+		}
+		now := b.mgr.counters(ctx)
+		if maps.Equal(now, last) {
+			still++
+		} else {
+			still = 0
+		}
+		last = now
+	}
 }
 
 // mysqlfleetRun creates a group's MySQLClusters on the hub and waits for their objects in members.
@@ -147,6 +217,9 @@ func (b *bench) mysqlfleetRun(ctx context.Context, name string, g *group, member
 		b.fail("cpu profile", err)
 	}
 	defer func() { _ = b.mgr.stopCPUProfile(context.WithoutCancel(ctx)) }()
+	if strings.HasPrefix(name, "convergence") { // the other runs stop or cut off members
+		b.profileMember(ctx, name)
+	}
 	start, createdAt, err := b.createClusters(ctx, g)
 	if err != nil {
 		b.fail(name, err)
@@ -362,10 +435,11 @@ func (b *bench) reflect(ctx context.Context, c *v1alpha1.MySQLCluster, m *testfl
 func (b *bench) idle(ctx context.Context) Idle {
 	_ = sleep(ctx, b.o.settle)
 	before := scrapeFleet(ctx, b.clients)
-	start := time.Now()
+	start, mgrCPU, fleetCPU0 := time.Now(), b.mgr.cpu(), fleetCPU(b.f)
 	_ = sleep(ctx, b.o.idle)
 	after := scrapeFleet(ctx, b.clients)
-	out := Idle{WindowSeconds: seconds(time.Since(start)), PerCluster: map[string]map[string]float64{}}
+	out := Idle{WindowSeconds: seconds(time.Since(start)), PerCluster: map[string]map[string]float64{},
+		ManagerCPUSeconds: round(b.mgr.cpu()-mgrCPU, 1), FleetCPUSeconds: round(fleetCPU(b.f)-fleetCPU0, 1)}
 	for name, reqs := range after.delta(before) {
 		isHub := name == b.f.Hub.Name
 		total, by := reqs.writes(isHub)

@@ -178,6 +178,10 @@ type Idle struct {
 	WindowSeconds float64 `json:"windowSeconds"`
 	HubWrites     float64 `json:"hubWrites"`
 	MemberWrites  float64 `json:"memberWrites"`
+	// ManagerCPUSeconds and FleetCPUSeconds are what the manager and the API servers (hub and members, etcd
+	// included) spent over the window: what an idle fleet costs.
+	ManagerCPUSeconds float64 `json:"managerCPUSeconds"`
+	FleetCPUSeconds   float64 `json:"fleetCPUSeconds"`
 	// PerCluster lists the clusters with writes, by "resource[/subresource] VERB".
 	PerCluster map[string]map[string]float64 `json:"perCluster,omitempty"`
 }
@@ -371,7 +375,8 @@ func printTable(out io.Writer, r *Results) {
 	_, _ = fmt.Fprintln(w)
 
 	i := r.Idle
-	_, _ = fmt.Fprintf(w, "IDLE WRITES over %.0fs\thub %.0f\tmembers %.0f\n", i.WindowSeconds, i.HubWrites, i.MemberWrites)
+	_, _ = fmt.Fprintf(w, "IDLE WRITES over %.0fs\thub %.0f\tmembers %.0f\tmanager CPU-s %.1f\tfleet CPU-s %.1f\n", i.WindowSeconds,
+		i.HubWrites, i.MemberWrites, i.ManagerCPUSeconds, i.FleetCPUSeconds)
 	for _, name := range sortedKeys(i.PerCluster) {
 		var parts []string
 		for _, k := range sortedKeys(i.PerCluster[name]) {
