@@ -105,12 +105,12 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 	b.logf("run %d of %d", rep, o.repeat)
 
 	floor := func() {
-		b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", o.clusters*8*o.members, o.workers)
 		g, err := newGroup(ctx, b.hub, "b"+tag, o.clusters, o.perNamespace, registered, true)
 		if err != nil {
 			b.fail("floor", err)
 			return
 		}
+		b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", g.children+g.namespaces, o.workers)
 		before := b.snapshot(ctx)
 		b.profileMember(ctx, "floor-"+tag)
 		start, _, err := pushGo(ctx, g, b.members, o.workers)

@@ -271,8 +271,8 @@ const legend = `How to read this:
                 (a) kubectl: the same rendered objects as YAML, one 'kubectl apply --server-side' per member at once.
                 (b) floor: the same objects by one Go client per member, 8 concurrent server-side applies, no QPS limit.
                 ratios are mysqlfleet total / baseline total: below 1 is faster than the baseline.
-                With -repeat N the three run N times, each on namespaces of their own; SPREAD gives min / median /
-                max of each ratio, targets are judged on the median with the worst run beside it, and the
+                With -repeat N the three run N times, each on namespaces of their own, in an order that rotates
+                from run to run (the members slow down as they fill); SPREAD gives min / median / max of each ratio, targets are judged on the median with the worst run beside it, and the
                 member-down runs are compared with the median mysqlfleet total.
   mean apply    the time member API servers took to serve an apply, on average (apiserver_request_duration_seconds,
                 verb APPLY); mysqlfleet/(b) above 1 means the manager kept more in the members' queues than the
@@ -282,7 +282,7 @@ const legend = `How to read this:
                 forbidden, throttled, unreachable, other). Each is a pass to be redone; a healthy run has none, and
                 one reconcile per MySQLCluster.
   writes/object write requests the member API servers served during the run, per object created; 1.00 means
-                every object was written exactly once (1.12 for the baselines: each ClusterIP Service also makes
+                every object was written exactly once (the baselines show more too: each ClusterIP Service also makes
                 the API server write an IPAddress). CPU-s: CPU seconds used by the manager process and by all
                 etcd + kube-apiserver processes (the hub's share in brackets) during the run; everything shares
                 the same cores. manager: the MySQLCluster controller's reconciles, their mean time and queue
