@@ -132,7 +132,9 @@ type bench struct {
 	relay   *testfleet.Blackhole
 	res     *Results
 	profDir string
-	tmpDir  string
+	// profiling is closed when the member API server profile in progress has ended (profileMember).
+	profiling chan struct{}
+	tmpDir    string
 }
 
 func (b *bench) logf(format string, args ...any) {

@@ -92,8 +92,8 @@ func (b *bench) phases(ctx context.Context) {
 // joining one too: its objects there are what the join waits for).
 //
 // Every approach's objects stay, so each one runs on member API servers that hold more than the one before it
-// did, and they get slower as they fill (the floor of a fifth run took 2.4x the first one's in a -repeat 5 run
-// of 2026-11-26). Measured always in the same order, the approach that comes last pays for that in every run. The
+// did, and they get slower as they fill (in the -repeat 5 run of 2026-11-26 the floor took 65.8 s on the empty
+// fleet and 97-113 s in the runs after it). Measured always in the same order, the approach that comes last pays for that in every run. The
 // order therefore rotates from run to run (run 1: floor, kubectl, mysqlfleet; run 2: mysqlfleet, floor, kubectl;
 // run 3: kubectl, mysqlfleet, floor; ...), and the manager is let settle before whatever follows mysqlfleet, so
 // that its trailing status writes are not timed as another approach's.
@@ -111,8 +111,8 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 			return
 		}
 		b.logf("(b) floor: %d objects by Go server-side apply, %d workers per member", g.children+g.namespaces, o.workers)
-		before := b.snapshot(ctx)
 		b.profileMember(ctx, "floor-"+tag)
+		before := b.snapshot(ctx)
 		start, _, err := pushGo(ctx, g, b.members, o.workers)
 		if err != nil {
 			b.fail("floor", err)
@@ -132,8 +132,8 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 			b.fail("kubectl", err)
 			return
 		}
-		before := b.snapshot(ctx)
 		b.profileMember(ctx, "kubectl-"+tag)
+		before := b.snapshot(ctx)
 		start, _, err := pushKubectl(ctx, b.kubectl, filepath.Join(b.tmpDir, "kubectl-cache"), dirs, b.members)
 		if err != nil {
 			b.fail("kubectl", err)
@@ -148,13 +148,15 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 			return
 		}
 		b.logf("mysqlfleet: %d MySQLClusters onto %d members", o.clusters, o.members)
+		b.profileMember(ctx, "convergence-"+tag)
 		out.MySQLFleet = b.mysqlfleetRun(ctx, "convergence-"+tag, g, b.members)
 		b.cached += out.MySQLFleet.Objects - out.MySQLFleet.Missing
 		b.quiesce(ctx)
 	}
 	order := []func(){floor, kubectl, mysqlfleet}
+	first := len(order) - (rep-1)%len(order) // run 1 starts with the floor, run 2 with mysqlfleet, ...
 	for i := range order {
-		order[(i+len(order)-(rep-1)%len(order))%len(order)]()
+		order[(first+i)%len(order)]()
 	}
 	if gerr != nil {
 		return out, nil, gerr
@@ -171,11 +173,22 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 
 // profileMember records, in the background, a CPU profile of the first member's API server over the first
 // memberProfileSeconds of a run, as <profiles>/apiserver-<member>-<run>.cpu.pprof: where a member's CPU goes for
-// each approach, compared with `go tool pprof -diff_base`.
+// each approach, compared with `go tool pprof -diff_base`. A process profiles once at a time, so it first waits
+// for the previous profile to end: only an approach shorter than the window (a small run) waits.
 func (b *bench) profileMember(ctx context.Context, run string) {
+	if b.profiling != nil {
+		select {
+		case <-b.profiling:
+		case <-ctx.Done():
+			return
+		}
+	}
+	done := make(chan struct{})
+	b.profiling = done
 	m := b.members[0]
 	file := filepath.Join(b.profDir, "apiserver-"+m.Name+"-"+run+".cpu.pprof")
 	go func() {
+		defer close(done)
 		data, err := b.clients[m.Name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(memberProfileSeconds)).DoRaw(ctx)
 		if err == nil {
@@ -187,7 +200,8 @@ func (b *bench) profileMember(ctx context.Context, run string) {
 	}()
 }
 
-// memberProfileSeconds is shorter than any approach's convergence, so that each profile sees only its approach.
+// memberProfileSeconds is shorter than an approach's convergence in the default run (60 s and more), so that
+// each profile sees only its approach.
 const memberProfileSeconds = 20
 
 // quiesce waits until the manager's counters (reconciles, applies, queue) have stood still for two seconds, at
@@ -217,9 +231,6 @@ func (b *bench) mysqlfleetRun(ctx context.Context, name string, g *group, member
 		b.fail("cpu profile", err)
 	}
 	defer func() { _ = b.mgr.stopCPUProfile(context.WithoutCancel(ctx)) }()
-	if strings.HasPrefix(name, "convergence") { // the other runs stop or cut off members
-		b.profileMember(ctx, name)
-	}
 	start, createdAt, err := b.createClusters(ctx, g)
 	if err != nil {
 		b.fail(name, err)

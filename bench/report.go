@@ -272,8 +272,9 @@ const legend = `How to read this:
                 (b) floor: the same objects by one Go client per member, 8 concurrent server-side applies, no QPS limit.
                 ratios are mysqlfleet total / baseline total: below 1 is faster than the baseline.
                 With -repeat N the three run N times, each on namespaces of their own, in an order that rotates
-                from run to run (the members slow down as they fill); SPREAD gives min / median / max of each ratio, targets are judged on the median with the worst run beside it, and the
-                member-down runs are compared with the median mysqlfleet total.
+                from run to run (the members slow down as they fill); SPREAD gives min / median / max of each
+                ratio, targets are judged on the median with the worst run beside it, and the member-down runs
+                are compared with the median mysqlfleet total.
   mean apply    the time member API servers took to serve an apply, on average (apiserver_request_duration_seconds,
                 verb APPLY); mysqlfleet/(b) above 1 means the manager kept more in the members' queues than the
                 floor's 8 workers per member do.
