@@ -527,6 +527,9 @@ func (b *bench) stopped(ctx context.Context, all []*testfleet.Cluster) {
 		b.fail("stopped member", err)
 		return
 	}
+	if !b.reference(ctx, "stopped", "xr", all, dead, out) {
+		return
+	}
 	b.logf("stopped member: stopping the API server of %s", dead.Name)
 	b.obs.unwatch(dead.Name)
 	if err := dead.StopAPIServer(); err != nil {
@@ -595,6 +598,9 @@ func (b *bench) partitioned(ctx context.Context, all []*testfleet.Cluster) {
 		b.fail("partitioned member", err)
 		return
 	}
+	if !b.reference(ctx, "partitioned", "yr", all, victim, out) {
+		return
+	}
 	b.logf("partitioned member: blackholing %s", victim.Name)
 	b.relay.Drop(true)
 	b.outage(ctx, "partitioned", g, all, victim, out)
@@ -613,10 +619,40 @@ func (b *bench) outage(ctx context.Context, name string, g *group, all []*testfl
 	}
 	r := b.mysqlfleetRun(ctx, name, g, live)
 	out.Run = r
-	out.Ratio = ratio(r.TotalSeconds, b.res.Convergence.HealthySeconds)
+	out.Ratio = ratio(r.TotalSeconds, out.Reference.TotalSeconds)
+	out.RatioToMedian = ratio(r.TotalSeconds, b.res.Convergence.HealthySeconds)
 	b.cached += r.Objects - r.Missing
-	b.logf("%s member: %.2fs on %d live members (P99 %.2fs), %.2fx the healthy run", name, r.TotalSeconds, len(live),
-		r.P99Seconds, out.Ratio)
+	b.logf("%s member: %.2fs on %d live members (P99 %.2fs), %.2fx the run just before (%.2fx the median healthy run)",
+		name, r.TotalSeconds, len(live), r.P99Seconds, out.Ratio, out.RatioToMedian)
+}
+
+// reference runs, just before an outage, the convergence the outage run will repeat: as many MySQLClusters, on
+// the members that stay up, every member up; the member that will go down is left out of their placement, so
+// that the run does the same work as the outage run, on a fleet of the same size. The earlier healthy runs
+// are no fair reference: the outages come after the join, when the members hold several runs more, and they
+// get slower as they fill. It reports whether the phase may go on.
+func (b *bench) reference(ctx context.Context, name, prefix string, all []*testfleet.Cluster, down *testfleet.Cluster, out *Outage) bool {
+	var live []*testfleet.Cluster
+	for _, m := range all {
+		if m != down {
+			live = append(live, m)
+		}
+	}
+	g, err := newGroup(ctx, b.hub, prefix, b.o.clusters, b.o.perNamespace, b.factsOf(live...), false)
+	if err != nil {
+		b.fail(name+" member reference", err)
+		return false
+	}
+	for _, c := range g.clusters {
+		c.Spec.Placement = v1alpha1.Placement{Members: names(live)}
+	}
+	b.logf("%s member: a reference run on the %d members that stay up, all up", name, len(live))
+	r := b.mysqlfleetRun(ctx, name+"-reference", g, live)
+	out.Reference = r
+	b.cached += r.Objects - r.Missing
+	b.quiesce(ctx)
+	b.logf("%s member reference: %.2fs (P99 %.2fs)", name, r.TotalSeconds, r.P99Seconds)
+	return true
 }
 
 // recover waits for g's objects in the member that was down.

@@ -111,8 +111,8 @@ type Convergence struct {
 	RatioFloor      Spread           `json:"ratioToFloor"`
 	RatioKubectl    Spread           `json:"ratioToKubectl"`
 	ApplyRatioFloor Spread           `json:"memberApplyRatioToFloor"`
-	// HealthySeconds is the median of mysqlfleet's totals: the healthy run that runs with a member down are
-	// compared with.
+	// HealthySeconds is the median of mysqlfleet's totals, shown beside the runs with a member down (which are
+	// judged against a reference run of their own; see Outage).
 	HealthySeconds float64 `json:"healthySeconds"`
 }
 
@@ -198,9 +198,14 @@ type Join struct {
 type Outage struct {
 	Member string `json:"member"`
 	How    string `json:"how"`
-	Run    Run    `json:"run"`
-	// Ratio is Run's total to the healthy convergence's.
+	// Reference is the same convergence, on the same live members and a fleet of the same size, run just before
+	// the outage with every member up and the member that goes down left out of the placement.
+	Reference Run `json:"reference"`
+	Run       Run `json:"run"`
+	// Ratio is Run's total to Reference's: what the outage costs the other members.
 	Ratio float64 `json:"ratioToHealthy"`
+	// RatioToMedian is Run's total to the median healthy convergence's, measured earlier on a smaller fleet.
+	RatioToMedian float64 `json:"ratioToMedianHealthy"`
 	// RecoverySeconds is from the member's return to the last of the run's objects present in it.
 	RecoverySeconds float64 `json:"recoverySeconds"`
 	RecoveryMissing int     `json:"recoveryMissing"`
@@ -295,7 +300,7 @@ const legend = `How to read this:
   join          a new member's registration Secret created until all its objects (every MySQLCluster) exist
                 there; (a') kubectl apply --server-side of the same objects into that member alone.
   member down   another convergence run while one member is down, measured on the other members, as a ratio to
-                the healthy run. STOPPED: its kube-apiserver is stopped (Cluster.StopAPIServer; on loopback every
+                a reference run just before it: as many MySQLClusters on the same live members, all up. STOPPED: its kube-apiserver is stopped (Cluster.StopAPIServer; on loopback every
                 connection is refused at once). PARTITIONED: the manager reaches it through a relay that stops
                 moving bytes (connections hang, as behind a network partition). "caught up": from the restart or
                 heal until the member has every object of that run.
@@ -404,13 +409,15 @@ func printTable(out io.Writer, r *Results) {
 		}
 		b := out.o
 		_, _ = fmt.Fprintf(w, "MEMBER %s (%s)\ttotal\tP50/cluster\tP99/cluster\tobjects\tmember writes\twrites/object\tmanager CPU-s\tfleet CPU-s\n", out.title, b.Member)
+		runRow(w, "mysqlfleet, just before, all up", b.Reference)
 		runRow(w, "mysqlfleet, other members", b.Run)
 		_, _ = fmt.Fprintf(w, "  %s\n", b.How)
 		recovered := fmtSec(b.RecoverySeconds)
 		if b.RecoveryMissing > 0 {
 			recovered = fmt.Sprintf("not within the timeout (%d missing)", b.RecoveryMissing)
 		}
-		_, _ = fmt.Fprintf(w, "  ratio to healthy = %.2f; once back, the member caught up in %s\n", b.Ratio, recovered)
+		_, _ = fmt.Fprintf(w, "  ratio to the run just before = %.2f (to the median healthy convergence %.2f); once back, the member caught up in %s\n",
+			b.Ratio, b.RatioToMedian, recovered)
 		engineRow(w, b.Run)
 		_, _ = fmt.Fprintln(w)
 	}
