@@ -49,13 +49,13 @@ import (
 )
 
 type options struct {
-	members, clusters, perNamespace, statusSamples, unrelated, workers, repeat int
-	idle, settle, timeout                                                      time.Duration
-	out                                                                        string
-	memberQPS                                                                  float64
-	memberBurst, memberMaxInFlight                                             int
-	memberTimeout                                                              time.Duration
-	partition                                                                  bool
+	members, clusters, perNamespace, statusSamples, unrelated, workers, repeat, prefill int
+	idle, settle, timeout                                                               time.Duration
+	out                                                                                 string
+	memberQPS                                                                           float64
+	memberBurst, memberMaxInFlight                                                      int
+	memberTimeout                                                                       time.Duration
+	partition                                                                           bool
 	// replicas is how many manager replicas run (sharded when more than one); scale, when set, runs the scale
 	// profile at these numbers of members instead of the phases (see scale.go).
 	replicas int
@@ -72,6 +72,7 @@ func main() {
 	fs.IntVar(&o.members, "members", 10, "bare member clusters registered at the start (one more joins later); at least 2")
 	fs.IntVar(&o.clusters, "clusters", 100, "MySQLClusters per run, each placed on every member")
 	fs.IntVar(&o.perNamespace, "per-namespace", 10, "MySQLClusters per namespace")
+	fs.IntVar(&o.prefill, "prefill", 8, "runs' worth of objects written into the members by the floor's method before the first measured run, unmeasured: the member API servers slow down as they fill from empty and level off after about 8 runs' worth, so that no approach is measured on a fleet emptier than the others'")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of the convergence phase (floor, kubectl, mysqlfleet), each with namespaces of its own; ratios are shown as min / median / max and targets judged on the median")
 	fs.DurationVar(&o.idle, "idle", 2*time.Minute, "idle window in which write requests are counted")
 	fs.StringVar(&o.out, "out", filepath.Join("bench", "results"), "directory of the JSON results (profiles and logs go to <out>/profiles/<timestamp>)")
@@ -99,7 +100,7 @@ func main() {
 	if len(o.scale) > 0 && o.replicas < 2 {
 		o.replicas = 3
 	}
-	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 {
+	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.prefill < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat and -member-max-in-flight at least 1")
 		os.Exit(2)
 	}
@@ -173,7 +174,7 @@ func run(ctx context.Context, o options) int {
 		Members: o.members, Clusters: o.clusters, PerNamespace: o.perNamespace, StatusSamples: o.statusSamples,
 		Unrelated: o.unrelated, IdleSeconds: o.idle.Seconds(), Workers: o.workers, MemberQPS: o.memberQPS,
 		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(), MemberMaxInFlight: o.memberMaxInFlight,
-		Repeat: o.repeat, Replicas: o.replicas,
+		Repeat: o.repeat, Prefill: o.prefill, Replicas: o.replicas,
 	}}
 	if b.res.Host.Load1Start > 1.5 {
 		b.logf("warning: load average %.2f: the machine is busy, figures will be noisy", b.res.Host.Load1Start)

@@ -56,6 +56,8 @@ type Params struct {
 	MemberMaxInFlight    int     `json:"memberMaxInFlight"`
 	// Repeat is how many times the convergence phase ran.
 	Repeat int `json:"repeat"`
+	// Prefill is how many runs' worth of objects were written into the members before the first measured run.
+	Prefill int `json:"prefill"`
 	// Replicas is how many manager replicas ran (sharded when more than one).
 	Replicas int `json:"replicas"`
 }
