@@ -13,7 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -422,10 +424,17 @@ func (b *bench) statusReflection(ctx context.Context, g *group) Latencies {
 }
 
 func (b *bench) reflect(ctx context.Context, c *v1alpha1.MySQLCluster, m *testfleet.Cluster) (time.Duration, error) {
-	var cur v1alpha1.MySQLCluster
-	if err := b.hub.Get(ctx, client.ObjectKeyFromObject(c), &cur); err != nil {
+	// The watch starts at the resourceVersion of a list, which is the hub's current one: the object's own may be
+	// older than the hub's watch cache reaches back (its last write may be minutes and thousands of writes
+	// ago), and a watch from there ends at once with "too old resource version".
+	var list v1alpha1.MySQLClusterList
+	if err := b.hub.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{"metadata.name": c.Name}); err != nil {
 		return 0, err
 	}
+	if len(list.Items) != 1 {
+		return 0, fmt.Errorf("%d MySQLClusters named %s/%s on the hub", len(list.Items), c.Namespace, c.Name)
+	}
+	cur := list.Items[0]
 	shows := func(c *v1alpha1.MySQLCluster) bool {
 		for _, ms := range c.Status.Members {
 			if ms.Name == m.Name {
@@ -440,7 +449,7 @@ func (b *bench) reflect(ctx context.Context, c *v1alpha1.MySQLCluster, m *testfl
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	w, err := b.hub.Watch(wctx, &v1alpha1.MySQLClusterList{}, client.InNamespace(c.Namespace),
-		client.MatchingFields{"metadata.name": c.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: cur.ResourceVersion}})
+		client.MatchingFields{"metadata.name": c.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	if err != nil {
 		return 0, err
 	}
@@ -453,6 +462,9 @@ func (b *bench) reflect(ctx context.Context, c *v1alpha1.MySQLCluster, m *testfl
 		return 0, err
 	}
 	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			return 0, fmt.Errorf("watching the MySQLCluster: %w", apierrors.FromObject(ev.Object))
+		}
 		if got, ok := ev.Object.(*v1alpha1.MySQLCluster); ok && shows(got) {
 			return time.Since(start), nil
 		}
