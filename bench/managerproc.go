@@ -503,7 +503,7 @@ func (p *managerProc) counters(ctx context.Context) map[string]float64 {
 	sum("workqueue_queue_duration_seconds_count", "name", "mysqlcluster", "@queue count")
 	sum("controller_runtime_reconcile_errors_total", "controller", "mysqlcluster", "reconcile errors")
 	for _, s := range parseMetric(raw, "controller_runtime_reconcile_total") { // every controller: status too
-		out["@reconciles of all controllers"] += s.value
+		out[allReconciles] += s.value
 	}
 	for _, s := range parseMetric(raw, "mysqlfleet_member_apply_errors_total") {
 		out[applyErrorPrefix+s.labels["reason"]] += s.value
