@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -50,6 +51,30 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 
 func init() {
 	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary)
+}
+
+// MemberReconcileCounts sums mysqlfleet_member_reconciles_total by member, read from the counters themselves. It
+// is for tools that run a manager in their own process and sample it often (the benchmark's takeover): a Gather
+// of the whole registry costs a manager of 30 members milliseconds and enough garbage to slow what is measured.
+func MemberReconcileCounts() map[string]float64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		memberReconciles.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) != nil {
+			continue
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == "member" {
+				out[l.GetValue()] += pb.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // reportPhase sets the MySQLCluster's phase series. The labels are not namespace and name: the ServiceMonitor's

@@ -276,12 +276,19 @@ func intentChanged() predicate.Predicate {
 }
 
 // memberEvents maps events of objects in a member to the MySQLCluster on the hub named by their labels, except
-// the echoes of the manager's own applies there.
+// the echoes of the manager's own applies there and what the member's cache found when it started (its initial
+// list): engaging a member, at start-up, on a new kubeconfig or on taking it over from another replica, requeues
+// every MySQLCluster placed there once its caches have synced (the provider's OnChange, MemberChanged), so the
+// initial list's creates would only pass the same MySQLClusters again, one more time for each object of theirs
+// that arrives after their pass began.
 func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := handler.TypedEnqueueRequestsFromMapFunc(toHubObject)
 	member := string(name)
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			if e.IsInInitialList {
+				return
+			}
 			r.memory.Filter(member, e.Object, func() { enqueue.Create(ctx, e, q) })
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
