@@ -145,16 +145,15 @@ func (r *MySQLClusterReconciler) teardownMembers(ctx context.Context, c *v1alpha
 // so members this MySQLCluster never used cost no request; a member whose registration was deleted cannot be
 // reached any more and keeps its objects.
 func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope) {
-	if s.cluster.Spec.Paused || s.placementErr != nil {
-		return
+	if s.cluster.Spec.Paused || s.placementErr != nil || s.chosen == nil {
+		return // nothing departs from a placement that was not resolved
 	}
-	placed := map[string]bool{}
-	for _, m := range s.placed {
-		placed[m.Name] = true
-	}
+	// Against every member the placement chose, not the ones this pass works in: a sharded replica leaves out a
+	// placed member whose finalizer is not on yet, or that it is taking over or handing over, and such a member
+	// has not left the placement.
 	var departed []fleet.State
 	for _, m := range r.Fleet.Members() {
-		if !placed[m.Name] && m.Owned && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
+		if !s.chosen[m.Name] && m.Owned && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
 			departed = append(departed, m)
 		}
 	}

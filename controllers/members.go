@@ -40,8 +40,10 @@ func (r *MySQLClusterReconciler) resolvePlacement(s *scope) {
 	}
 	selected, unknown, err := placement.Resolve(s.cluster.Spec.Placement, facts)
 	s.unknown, s.placementErr = unknown, err
+	s.chosen = map[string]bool{}
 	for _, m := range selected {
 		s.placed = append(s.placed, byName[m.Name])
+		s.chosen[m.Name] = true
 	}
 }
 

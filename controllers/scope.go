@@ -16,6 +16,9 @@ type scope struct {
 	before *v1alpha1.MySQLClusterStatus
 	// placed are the members the placement resolved to, engaged or not.
 	placed []fleet.State
+	// chosen are the names of every member the placement resolved to. A sharded pass narrows placed to the members
+	// it works in now; departure is judged against chosen, never against placed.
+	chosen map[string]bool
 	// unknown are names in placement.members that are not registered.
 	unknown []string
 	// placementErr is an invalid memberSelector.
