@@ -148,15 +148,7 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 	if s.cluster.Spec.Paused || s.placementErr != nil || s.chosen == nil {
 		return // nothing departs from a placement that was not resolved
 	}
-	// Against every member the placement chose, not the ones this pass works in: a sharded replica leaves out a
-	// placed member whose finalizer is not on yet, or that it is taking over or handing over, and such a member
-	// has not left the placement.
-	var departed []fleet.State
-	for _, m := range r.Fleet.Members() {
-		if !s.chosen[m.Name] && m.Owned && m.Engaged && m.Err == nil && m.AllowsNamespace(s.cluster.Namespace) {
-			departed = append(departed, m)
-		}
-	}
+	departed := departedMembers(s, r.Fleet.Members())
 	for _, res := range r.teardownMembers(ctx, s.cluster, departed, false) {
 		if res.err != nil {
 			ctrl.LoggerFrom(ctx).Error(res.err, "Removing objects from a member that left the placement", "member", res.member)
@@ -165,6 +157,22 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 			s.retry = true
 		}
 	}
+}
+
+// departedMembers are the members, of the registry now, that this MySQLCluster's placement left: judged against
+// every member the placement chose, not the ones this pass works in (a sharded replica leaves out a placed member
+// whose finalizer is not on yet, or that it is taking over or handing over, and such a member has not left the
+// placement), and only among the members registered when the placement was resolved (one registered since was
+// not judged by it). Only members this replica works in, engaged, healthy and allowed the namespace count.
+func departedMembers(s *scope, now []fleet.State) []fleet.State {
+	var departed []fleet.State
+	for _, m := range now {
+		if s.registered[m.Name] && !s.chosen[m.Name] && m.Owned && m.Engaged && m.Err == nil &&
+			m.AllowsNamespace(s.cluster.Namespace) {
+			departed = append(departed, m)
+		}
+	}
+	return departed
 }
 
 // reconcileDelete tears the MySQLCluster down in every member, then releases the finalizer. While members are

@@ -34,9 +34,11 @@ func (r *MySQLClusterReconciler) resolvePlacement(s *scope) {
 	states := r.Fleet.Members()
 	facts := make([]placement.Member, 0, len(states))
 	byName := map[string]fleet.State{}
+	s.registered = map[string]bool{}
 	for _, st := range states {
 		facts = append(facts, st.Member)
 		byName[st.Name] = st
+		s.registered[st.Name] = true
 	}
 	selected, unknown, err := placement.Resolve(s.cluster.Spec.Placement, facts)
 	s.unknown, s.placementErr = unknown, err

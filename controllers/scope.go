@@ -19,6 +19,9 @@ type scope struct {
 	// chosen are the names of every member the placement resolved to. A sharded pass narrows placed to the members
 	// it works in now; departure is judged against chosen, never against placed.
 	chosen map[string]bool
+	// registered are the names of the members registered when the placement was resolved: only those were judged
+	// by it, so only those can have left it during this pass.
+	registered map[string]bool
 	// unknown are names in placement.members that are not registered.
 	unknown []string
 	// placementErr is an invalid memberSelector.

@@ -148,6 +148,46 @@ func TestSharding(t *testing.T) {
 		}
 	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 
+	// A member whose owner waits for its finalizer (taken off by hand) has not departed: nothing there is deleted.
+	leader := ""
+	g.Eventually(func(g Gomega) {
+		leader = ""
+		for id, p := range procs {
+			if sum(scrape(g, p.metricsURL), "leader_election_master_status", map[string]string{"name": leaseName}) == 1 {
+				g.Expect(leader).To(BeEmpty(), "%s and %s both lead", leader, id)
+				leader = id
+			}
+		}
+		g.Expect(leader).NotTo(BeEmpty(), "a replica leads")
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+	waited := names[slices.IndexFunc(names, func(name string) bool { return owners[name] != leader })]
+	t.Logf("%s leads; taking the finalizer of %s (owned by %s) off", leader, waited, owners[waited])
+	torndown := []string{"statefulsets", "services", "configmaps", "secrets", "cronjobs"}
+	deletes := map[string]float64{}
+	for _, res := range torndown {
+		deletes[res] = apiserverCount(g, memberAPI[waited], "DELETE", res)
+	}
+	stsOf := func(g Gomega) *appsv1.StatefulSet {
+		sts, err := memberAPI[waited].AppsV1().StatefulSets(c.Namespace).Get(ctx, c.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return sts
+	}
+	stsUID := stsOf(g).UID
+	g.Expect(hub.Get(ctx, key, &got)).To(Succeed())
+	unfinalize := client.MergeFrom(got.DeepCopy())
+	got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == "member.mysqlfleet.io/"+waited })
+	g.Expect(hub.Patch(ctx, &got, unfinalize)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, &got)).To(Succeed())
+		g.Expect(got.Finalizers).To(ContainElement("member.mysqlfleet.io/"+waited), "the leader puts the finalizer back")
+	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, res := range torndown {
+			g.Expect(apiserverCount(g, memberAPI[waited], "DELETE", res)).To(Equal(deletes[res]), "%s deleted in %s, which its owner waited on", res, waited)
+		}
+		g.Expect(stsOf(g).UID).To(Equal(stsUID), "the StatefulSet in %s is the one that was there", waited)
+	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
+
 	// A fourth replica takes its share, and only its share.
 	leaseVersions := claimVersions(g, hub)
 	counters := snapshot(g, procs, names)
