@@ -133,8 +133,8 @@ type bench struct {
 	relay   *testfleet.Blackhole
 	res     *Results
 	profDir string
-	// profiling is closed when the member API server profile in progress has ended (profileMember).
-	profiling chan struct{}
+	// profiling holds, per API server, a channel closed when its profile in progress has ended.
+	profiling map[string]chan struct{}
 	tmpDir    string
 }
 

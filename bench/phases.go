@@ -193,29 +193,43 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 
 // profileMember records, in the background, a CPU profile of the first member's API server over the first
 // memberProfileSeconds of a run, as <profiles>/apiserver-<member>-<run>.cpu.pprof: where a member's CPU goes for
-// each approach, compared with `go tool pprof -diff_base`. A process profiles once at a time, so it first waits
-// for the previous profile to end: only an approach shorter than the window (a small run) waits.
+// each approach, compared with `go tool pprof -diff_base`.
 func (b *bench) profileMember(ctx context.Context, run string) {
-	if b.profiling != nil {
+	b.profileAPIServer(ctx, b.members[0].Name, run)
+}
+
+// profileHub records a CPU profile of the hub's API server over the first memberProfileSeconds of a run, as
+// <profiles>/apiserver-<hub>-<run>.cpu.pprof: where the hub's CPU goes when a member's outage makes every
+// MySQLCluster placed there report it.
+func (b *bench) profileHub(ctx context.Context, run string) {
+	b.profileAPIServer(ctx, b.f.Hub.Name, run)
+}
+
+// profileAPIServer profiles one API server in the background. A process profiles once at a time, so it first
+// waits for that server's previous profile to end: only an approach shorter than the window (a small run) waits.
+func (b *bench) profileAPIServer(ctx context.Context, name, run string) {
+	if b.profiling == nil {
+		b.profiling = map[string]chan struct{}{}
+	}
+	if prev := b.profiling[name]; prev != nil {
 		select {
-		case <-b.profiling:
+		case <-prev:
 		case <-ctx.Done():
 			return
 		}
 	}
 	done := make(chan struct{})
-	b.profiling = done
-	m := b.members[0]
-	file := filepath.Join(b.profDir, "apiserver-"+m.Name+"-"+run+".cpu.pprof")
+	b.profiling[name] = done
+	file := filepath.Join(b.profDir, "apiserver-"+name+"-"+run+".cpu.pprof")
 	go func() {
 		defer close(done)
-		data, err := b.clients[m.Name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		data, err := b.clients[name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(memberProfileSeconds)).DoRaw(ctx)
 		if err == nil {
 			err = os.WriteFile(file, data, 0o600)
 		}
 		if err != nil && ctx.Err() == nil {
-			b.logf("profile of %s's API server (%s): %v", m.Name, run, err)
+			b.logf("profile of %s's API server (%s): %v", name, run, err)
 		}
 	}()
 }
@@ -681,6 +695,7 @@ func (b *bench) outage(ctx context.Context, name string, g *group, all []*testfl
 			live = append(live, m)
 		}
 	}
+	b.profileHub(ctx, name)
 	r := b.mysqlfleetRun(ctx, name, g, live)
 	out.Run = r
 	out.Ratio = ratio(r.TotalSeconds, out.Reference.TotalSeconds)
@@ -711,6 +726,7 @@ func (b *bench) reference(ctx context.Context, name, prefix string, all []*testf
 		c.Spec.Placement = v1alpha1.Placement{Members: names(live)}
 	}
 	b.logf("%s member: a reference run on the %d members that stay up, all up", name, len(live))
+	b.profileHub(ctx, name+"-reference")
 	r := b.mysqlfleetRun(ctx, name+"-reference", g, live)
 	out.Reference = r
 	b.cached += r.Objects - r.Missing
