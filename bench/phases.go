@@ -192,13 +192,13 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 }
 
 // profileMember records, in the background, a CPU profile of the first member's API server over the first
-// memberProfileSeconds of a run, as <profiles>/apiserver-<member>-<run>.cpu.pprof: where a member's CPU goes for
+// apiServerProfileSeconds of a run, as <profiles>/apiserver-<member>-<run>.cpu.pprof: where a member's CPU goes for
 // each approach, compared with `go tool pprof -diff_base`.
 func (b *bench) profileMember(ctx context.Context, run string) {
 	b.profileAPIServer(ctx, b.members[0].Name, run)
 }
 
-// profileHub records a CPU profile of the hub's API server over the first memberProfileSeconds of a run, as
+// profileHub records a CPU profile of the hub's API server over the first apiServerProfileSeconds of a run, as
 // <profiles>/apiserver-<hub>-<run>.cpu.pprof: where the hub's CPU goes when a member's outage makes every
 // MySQLCluster placed there report it.
 func (b *bench) profileHub(ctx context.Context, run string) {
@@ -224,7 +224,7 @@ func (b *bench) profileAPIServer(ctx context.Context, name, run string) {
 	go func() {
 		defer close(done)
 		data, err := b.clients[name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(memberProfileSeconds)).DoRaw(ctx)
+			Param("seconds", strconv.Itoa(apiServerProfileSeconds)).DoRaw(ctx)
 		if err == nil {
 			err = os.WriteFile(file, data, 0o600)
 		}
@@ -234,9 +234,9 @@ func (b *bench) profileAPIServer(ctx context.Context, name, run string) {
 	}()
 }
 
-// memberProfileSeconds is shorter than an approach's convergence in the default run (60 s and more), so that
-// each profile sees only its approach.
-const memberProfileSeconds = 20
+// apiServerProfileSeconds is shorter than an approach's convergence (or an outage's run) in the default run (60 s
+// and more), so that each profile sees only its approach.
+const apiServerProfileSeconds = 20
 
 // quiesce waits until the manager's counters (reconciles, applies, queue) have stood still for two seconds, at
 // most a minute: what it still does after the last object appeared in the members (hub status writes) is done.
