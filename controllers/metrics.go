@@ -42,6 +42,11 @@ var (
 		Name: "mysqlfleet_cluster_phase",
 		Help: "1 for the MySQLCluster's current status.phase, 0 for each other phase.",
 	}, []string{"cluster_namespace", "cluster_name", "phase"})
+
+	memberChangePassesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_change_passes_waiting",
+		Help: "Passes of MySQLClusters that a member change asked for, waiting for the placement passes in flight to end.",
+	})
 )
 
 // phases are every value of status.phase, each a series of mysqlfleet_cluster_phase, so that a query for one
@@ -50,7 +55,8 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 	v1alpha1.PhaseDegraded, v1alpha1.PhasePaused, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDeleting}
 
 func init() {
-	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary)
+	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary,
+		memberChangePassesWaiting)
 }
 
 // MemberReconcileCounts sums mysqlfleet_member_reconciles_total by member, read from the counters themselves. It

@@ -79,6 +79,8 @@ type MySQLClusterReconciler struct {
 	// summaryChanged wakes the summary controller (sharded) after a member change, with summaryMembers.
 	summaryChanged chan event.GenericEvent
 	summaryMembers map[string]bool
+	// pace makes the passes a member change asks for wait while placement passes are in flight (pace.go).
+	pace *pace
 	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
 	// object versions known to hold what mysqlfleet wants, and the applies under way.
 	memory apply.Memory
@@ -98,6 +100,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		r.DeletionTimeout = 5 * time.Minute
 	}
 	r.memberChanged = make(chan event.GenericEvent, 1)
+	r.pace = newPace()
 	intent := intentChanged()
 	if r.Sharded {
 		// The leader puts a member's finalizer on before its owner may write there; the owner waits for it.
@@ -106,6 +109,11 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			return err
 		}
 	}
+	// An event that passes the predicate asks for a pass that must not wait behind placement passes.
+	intent = predicate.And(intent, predicate.NewPredicateFuncs(func(o client.Object) bool {
+		r.pace.intent(client.ObjectKeyFromObject(o))
+		return true
+	}))
 	everyReplica := mgr
 	if r.Sharded {
 		everyReplica = unelectedManager{mgr}
@@ -223,13 +231,18 @@ func (r *MySQLClusterReconciler) requeuePlaced(ctx context.Context, changed map[
 	for _, st := range states {
 		facts = append(facts, st.Member)
 	}
+	add := func(key types.NamespacedName) {
+		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}}
+		if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+		} else {
+			q.Add(req)
+		}
+	}
 	for i := range list.Items {
 		if c := &list.Items[i]; placedOnAny(c, facts, changed) {
-			req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)}}
-			if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
-				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
-			} else {
-				q.Add(req)
+			if key := client.ObjectKeyFromObject(c); r.pace.memberChanged(key, add) {
+				add(key)
 			}
 		}
 	}
@@ -282,7 +295,13 @@ func intentChanged() predicate.Predicate {
 // initial list's creates would only pass the same MySQLClusters again, one more time for each object of theirs
 // that arrives after their pass began.
 func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	enqueue := handler.TypedEnqueueRequestsFromMapFunc(toHubObject)
+	enqueue := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []mcreconcile.Request {
+		reqs := toHubObject(ctx, obj)
+		for _, req := range reqs {
+			r.pace.intent(req.NamespacedName) // drift is repaired at once, not after the placement passes
+		}
+		return reqs
+	})
 	member := string(name)
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
@@ -321,6 +340,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	c := &v1alpha1.MySQLCluster{}
 	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.pace.intent(req.NamespacedName)
 			forgetPhase(req.NamespacedName)
 			forgetPrimaries(req.NamespacedName)
 		}
@@ -331,6 +351,13 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	if synced, err := r.Fleet.Synced(ctx); err != nil || !synced {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
+	settled := c.DeletionTimestamp.IsZero() && c.Status.ObservedGeneration == c.Generation
+	run, end := r.pace.begin(req.NamespacedName, settled)
+	if !run {
+		log.V(4).Info("A member changed; passing again once the placement passes in flight have ended")
+		return ctrl.Result{}, nil
+	}
+	defer end()
 	if r.Sharded {
 		return r.reconcileShare(ctx, c)
 	}

@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// pace makes the passes that a member change asks for yield to placement passes. When a member goes away, every
+// MySQLCluster placed there is passed again to report it, each with a status write and an Event on the hub:
+// hundreds of hub writes for a large fleet. The priority queue only orders the passes it hands out; once the
+// placement passes are all handed out, the member-change passes would run beside them and take the CPU of the
+// hub's API server (on the benchmark's machine about 20 ms for each of those writes) from the placement still
+// under way. So a member-change pass waits, parked outside the queue, while any other pass is in flight, and
+// runs when none is, or once it has waited maxWait, so that a fleet that never rests still reports its members
+// within that bound. A pass that something else also asked for (a new spec, a deletion, an object changed in a
+// member) never waits: it does the member change's work too.
+type pace struct {
+	mu sync.Mutex
+	// placing counts the passes in flight that are not member-change passes.
+	placing int
+	// changed holds the MySQLClusters queued for a member change and for nothing else since: mayWait until they
+	// have waited once, mustRun once released.
+	changed map[types.NamespacedName]changeState
+	// parked holds the member-change passes waiting outside the queue, with when each began to wait.
+	parked map[types.NamespacedName]time.Time
+	// queue adds a released pass back to the queue, at low priority.
+	queue func(types.NamespacedName)
+	// maxWait bounds the wait; timer fires when the oldest parked pass reaches it.
+	maxWait time.Duration
+	timer   *time.Timer
+	// now and afterFunc are the clock, replaced in tests.
+	now       func() time.Time
+	afterFunc func(time.Duration, func()) *time.Timer
+}
+
+type changeState int
+
+const (
+	mayWait changeState = iota + 1
+	mustRun
+)
+
+// memberChangeMaxWait is how long a member-change pass waits for the placement passes at most.
+const memberChangeMaxWait = 2 * time.Minute
+
+func newPace() *pace {
+	return &pace{
+		changed: map[types.NamespacedName]changeState{}, parked: map[types.NamespacedName]time.Time{},
+		maxWait: memberChangeMaxWait, now: time.Now, afterFunc: time.AfterFunc,
+	}
+}
+
+// A nil pace makes no pass wait.
+
+// memberChanged is called for each MySQLCluster a member change requeues, with the function that adds it to
+// the queue. It reports whether to add it now: not while placement passes are in flight (it is parked until
+// they end), nor when it is parked already.
+func (p *pace) memberChanged(key types.NamespacedName, queue func(types.NamespacedName)) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = queue
+	if _, ok := p.parked[key]; ok {
+		return false
+	}
+	if p.placing > 0 {
+		p.park(key)
+		return false
+	}
+	if p.changed[key] == 0 {
+		p.changed[key] = mayWait
+	}
+	return true
+}
+
+// intent records that something other than a member change asked for a pass of key: that pass must not wait.
+func (p *pace) intent(key types.NamespacedName) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.changed, key)
+	delete(p.parked, key)
+	p.setWaiting()
+}
+
+// begin is called when a pass of key starts. settled says that the MySQLCluster's spec has been acted on
+// (status.observedGeneration is its generation) and it is not being deleted: only then may a member-change pass
+// wait. It reports whether the pass runs now; if it does, end must be called when it is over.
+func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, end func()) {
+	if p == nil {
+		return true, func() {}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.changed[key]
+	delete(p.changed, key)
+	if _, ok := p.parked[key]; ok && st == 0 {
+		// Queued again while parked (a retry it asked for earlier): it still waits for its release.
+		return false, nil
+	}
+	if st == 0 || !settled {
+		delete(p.parked, key)
+		p.setWaiting()
+		p.placing++
+		return true, p.endPlacing
+	}
+	if st == mayWait && p.placing > 0 {
+		p.park(key)
+		return false, nil
+	}
+	return true, func() {}
+}
+
+// endPlacing ends a placement pass; the last one releases every parked pass.
+func (p *pace) endPlacing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.placing--
+	if p.placing == 0 {
+		p.release(func(time.Time) bool { return true })
+	}
+}
+
+// park puts key aside until the placement passes end or it has waited maxWait. Called with p.mu held.
+func (p *pace) park(key types.NamespacedName) {
+	if _, ok := p.parked[key]; !ok {
+		p.parked[key] = p.now()
+		p.setWaiting()
+	}
+	if p.timer == nil {
+		p.timer = p.afterFunc(p.maxWait, p.expire)
+	}
+}
+
+// expire releases the passes that have waited maxWait and sets the timer for the next one.
+func (p *pace) expire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = nil
+	now := p.now()
+	p.release(func(since time.Time) bool { return now.Sub(since) >= p.maxWait })
+	var oldest time.Time
+	for _, since := range p.parked {
+		if oldest.IsZero() || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	if !oldest.IsZero() {
+		p.timer = p.afterFunc(p.maxWait-now.Sub(oldest), p.expire)
+	}
+}
+
+// release queues again the parked passes that due selects; they run without waiting again. Called with p.mu
+// held.
+func (p *pace) release(due func(since time.Time) bool) {
+	for key, since := range p.parked {
+		if !due(since) {
+			continue
+		}
+		delete(p.parked, key)
+		p.changed[key] = mustRun
+		if p.queue != nil {
+			p.queue(key)
+		}
+	}
+	p.setWaiting()
+}
+
+// setWaiting reports the number of parked passes. Called with p.mu held.
+func (p *pace) setWaiting() {
+	memberChangePassesWaiting.Set(float64(len(p.parked)))
+}

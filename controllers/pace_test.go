@@ -1,0 +1,79 @@
+package controllers_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/manager"
+)
+
+// A member that goes away while another MySQLCluster's pass is in flight is reported on the MySQLClusters placed
+// there once that pass has ended, not beside it: the passes the member change asks for wait outside the queue.
+// The pass in flight is a deletion whose delete in aws an admission webhook holds (aws answers everything else,
+// so it stays reachable); azure's API server is stopped meanwhile. Without the wait, the MySQLCluster on azure
+// would be passed and reported unreachable within a second or two.
+func TestMemberChangePassesWaitForPlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, azure = "pace", "azure-westeurope"
+	// Long enough that the held delete, not the manager's request timeout, decides when the deletion pass ends.
+	restartManager(t, func(o *manager.Options) { o.MemberTimeout = time.Minute })
+
+	held := newCluster(ns, "held", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
+	waiting := newCluster(ns, "waiting", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{azure} })
+	create(t, held)
+	create(t, waiting)
+	eventuallyConverged(g, client.ObjectKeyFromObject(held))
+	key := client.ObjectKeyFromObject(waiting)
+	eventuallyConverged(g, key)
+	azurePhase := func() v1alpha1.Phase {
+		if ms := memberStatus(get(g, key), azure); ms != nil {
+			return ms.Phase
+		}
+		return ""
+	}
+
+	hook := startHoldingWebhook(t, aws)
+	hook.install(t, g, aws, ns)
+	g.Expect(hub.Delete(ctx, held)).To(Succeed())
+	g.Eventually(hook.log, time.Minute, 100*time.Millisecond).Should(ContainElement(aws + " held"))
+	restart := stopMember(t, fleet.Member(azure))
+
+	g.Eventually(func() float64 { return passesWaiting() },
+		time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", 1), "the member change's passes wait")
+	g.Consistently(azurePhase, 3*time.Second, 250*time.Millisecond).ShouldNot(Equal(v1alpha1.PhaseUnreachable),
+		"not reported while the deletion pass is in flight")
+	g.Expect(slices.Contains(hook.log(), aws+" ended")).To(BeFalse(), "the deletion pass was in flight throughout")
+
+	hook.release()
+	g.Eventually(azurePhase, time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable),
+		"reported once the deletion pass has ended")
+	g.Expect(passesWaiting()).To(BeZero())
+	eventuallyGone(g, client.ObjectKeyFromObject(held))
+
+	restart()
+	eventuallyConverged(g, key)
+	g.Expect(hub.Delete(ctx, waiting)).To(Succeed())
+	eventuallyGone(g, key)
+}
+
+// passesWaiting reads mysqlfleet_member_change_passes_waiting from the in-process manager's registry.
+func passesWaiting() float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() == "mysqlfleet_member_change_passes_waiting" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
