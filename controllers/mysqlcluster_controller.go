@@ -340,7 +340,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	c := &v1alpha1.MySQLCluster{}
 	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.pace.intent(req.NamespacedName)
+			r.pace.forget(req.NamespacedName)
 			forgetPhase(req.NamespacedName)
 			forgetPrimaries(req.NamespacedName)
 		}

@@ -25,6 +25,9 @@ type pace struct {
 	changed map[types.NamespacedName]changeState
 	// parked holds the member-change passes waiting outside the queue, with when each began to wait.
 	parked map[types.NamespacedName]time.Time
+	// wanted holds the MySQLClusters queued for another reason (a new spec, a deletion, a change in a member)
+	// whose pass has not begun: a member change adds nothing to that pass, and must not hold it back.
+	wanted map[types.NamespacedName]bool
 	// queue adds a released pass back to the queue, at low priority.
 	queue func(types.NamespacedName)
 	// maxWait bounds the wait; timer fires when the oldest parked pass reaches it.
@@ -48,6 +51,7 @@ const memberChangeMaxWait = 2 * time.Minute
 func newPace() *pace {
 	return &pace{
 		changed: map[types.NamespacedName]changeState{}, parked: map[types.NamespacedName]time.Time{},
+		wanted:  map[types.NamespacedName]bool{},
 		maxWait: memberChangeMaxWait, now: time.Now, afterFunc: time.AfterFunc,
 	}
 }
@@ -55,8 +59,9 @@ func newPace() *pace {
 // A nil pace makes no pass wait.
 
 // memberChanged is called for each MySQLCluster a member change requeues, with the function that adds it to
-// the queue. It reports whether to add it now: not while placement passes are in flight (it is parked until
-// they end), nor when it is parked already.
+// the queue. It reports whether to add it now: not when a pass for another reason is queued already (that pass
+// does the member change's work), nor while placement passes are in flight (it is parked until they end), nor
+// when it is parked already.
 func (p *pace) memberChanged(key types.NamespacedName, queue func(types.NamespacedName)) bool {
 	if p == nil {
 		return true
@@ -64,7 +69,7 @@ func (p *pace) memberChanged(key types.NamespacedName, queue func(types.Namespac
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = queue
-	if _, ok := p.parked[key]; ok {
+	if _, ok := p.parked[key]; ok || p.wanted[key] {
 		return false
 	}
 	if p.placing > 0 {
@@ -77,7 +82,7 @@ func (p *pace) memberChanged(key types.NamespacedName, queue func(types.Namespac
 	return true
 }
 
-// intent records that something other than a member change asked for a pass of key: that pass must not wait.
+// intent records that something other than a member change queued a pass of key: that pass must not wait.
 func (p *pace) intent(key types.NamespacedName) {
 	if p == nil {
 		return
@@ -86,6 +91,20 @@ func (p *pace) intent(key types.NamespacedName) {
 	defer p.mu.Unlock()
 	delete(p.changed, key)
 	delete(p.parked, key)
+	p.wanted[key] = true
+	p.setWaiting()
+}
+
+// forget drops what is known of key: its MySQLCluster is gone.
+func (p *pace) forget(key types.NamespacedName) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.changed, key)
+	delete(p.parked, key)
+	delete(p.wanted, key)
 	p.setWaiting()
 }
 
@@ -98,13 +117,14 @@ func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, end func
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := p.changed[key]
+	st, wanted := p.changed[key], p.wanted[key]
 	delete(p.changed, key)
-	if _, ok := p.parked[key]; ok && st == 0 {
-		// Queued again while parked (a retry it asked for earlier): it still waits for its release.
+	delete(p.wanted, key)
+	if _, ok := p.parked[key]; ok && st == 0 && !wanted && settled {
+		// Queued again while parked, by a retry an earlier pass asked for: it still waits for its release.
 		return false, nil
 	}
-	if st == 0 || !settled {
+	if st == 0 || wanted || !settled {
 		delete(p.parked, key)
 		p.setWaiting()
 		p.placing++

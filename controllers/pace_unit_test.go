@@ -102,6 +102,25 @@ func TestPaceOtherReasonsNeverWait(t *testing.T) {
 	endPlacing()
 	g.Expect(tp.queued).To(BeEmpty())
 
+	// A MySQLCluster queued for another reason (here a new one, or drift) before a member change: the member
+	// change neither parks nor queues it, and its queued pass runs as placement.
+	run, endPlacing = tp.begin(c, false)
+	g.Expect(run).To(BeTrue())
+	tp.intent(a)
+	g.Expect(tp.memberChanged(a, tp.add)).To(BeFalse(), "its queued pass does the member change's work")
+	g.Expect(tp.parked).To(BeEmpty())
+	run, end = tp.begin(a, true)
+	g.Expect(run).To(BeTrue())
+	g.Expect(tp.pace.placing).To(Equal(2))
+	end()
+	endPlacing()
+	g.Expect(tp.queued).To(BeEmpty())
+
+	// A MySQLCluster that is gone leaves nothing behind.
+	tp.intent(a)
+	tp.forget(a)
+	g.Expect(tp.wanted).To(BeEmpty())
+
 	// A retry of a parked MySQLCluster (asked for by an earlier pass) waits for the release with it.
 	run, endPlacing = tp.begin(c, false)
 	g.Expect(run).To(BeTrue())
