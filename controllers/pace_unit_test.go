@@ -55,9 +55,9 @@ func TestPaceMemberChangePassesWaitForPlacement(t *testing.T) {
 	g.Expect(tp.parked).To(HaveLen(1))
 
 	// A member-change pass queued before the placement pass began waits when it is handed out.
-	tp.pace.placing = 0
+	tp.placing = 0
 	g.Expect(tp.memberChanged(b, tp.add)).To(BeTrue())
-	tp.pace.placing = 1
+	tp.placing = 1
 	run, _ = tp.begin(b, true)
 	g.Expect(run).To(BeFalse(), "handed out beside a placement pass")
 	g.Expect(tp.parked).To(HaveKey(b))
@@ -85,10 +85,10 @@ func TestPaceOtherReasonsNeverWait(t *testing.T) {
 	g.Expect(run).To(BeTrue())
 
 	// A MySQLCluster whose new spec has not been acted on, or that is being deleted, runs: that is placement.
-	tp.pace.changed[a] = mayWait
+	tp.changed[a] = mayWait
 	run, end := tp.begin(a, false)
 	g.Expect(run).To(BeTrue())
-	g.Expect(tp.pace.placing).To(Equal(2), "it counts as placement")
+	g.Expect(tp.placing).To(Equal(2), "it counts as placement")
 	end()
 
 	// Drift in a member (or a spec change) for a parked MySQLCluster: its pass runs now and takes it off the
@@ -111,7 +111,7 @@ func TestPaceOtherReasonsNeverWait(t *testing.T) {
 	g.Expect(tp.parked).To(BeEmpty())
 	run, end = tp.begin(a, true)
 	g.Expect(run).To(BeTrue())
-	g.Expect(tp.pace.placing).To(Equal(2))
+	g.Expect(tp.placing).To(Equal(2))
 	end()
 	endPlacing()
 	g.Expect(tp.queued).To(BeEmpty())
