@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	mcfleet "github.com/mysqlfleet/mysqlfleet/internal/fleet"
@@ -84,20 +83,13 @@ func (h histogram) above(v float64) uint64 {
 }
 
 func requestConcurrency(g Gomega, member string) histogram {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
 	h := histogram{buckets: map[float64]uint64{}}
-	for _, f := range families {
-		if f.GetName() != "mysqlfleet_member_request_concurrency" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "member" && l.GetValue() == member {
-					h.count = m.GetHistogram().GetSampleCount()
-					for _, b := range m.GetHistogram().GetBucket() {
-						h.buckets[b.GetUpperBound()] = b.GetCumulativeCount()
-					}
+	for _, m := range managerMetrics(g)["mysqlfleet_member_request_concurrency"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "member" && l.GetValue() == member {
+				h.count = m.GetHistogram().GetSampleCount()
+				for _, b := range m.GetHistogram().GetBucket() {
+					h.buckets[b.GetUpperBound()] = b.GetCumulativeCount()
 				}
 			}
 		}

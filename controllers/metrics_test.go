@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 )
@@ -31,21 +30,14 @@ func TestClusterPhaseMetric(t *testing.T) {
 
 // phaseSeries reads the manager's mysqlfleet_cluster_phase series of one MySQLCluster, by phase.
 func phaseSeries(g Gomega, key client.ObjectKey) map[string]float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "mysqlfleet_cluster_phase" {
-			continue
+	for _, m := range managerMetrics(g)["mysqlfleet_cluster_phase"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
 		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cluster_namespace"] == key.Namespace && labels["cluster_name"] == key.Name {
-				out[labels["phase"]] = m.GetGauge().GetValue()
-			}
+		if labels["cluster_namespace"] == key.Namespace && labels["cluster_name"] == key.Name {
+			out[labels["phase"]] = m.GetGauge().GetValue()
 		}
 	}
 	return out

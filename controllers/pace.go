@@ -89,10 +89,8 @@ func (p *pace) intent(key types.NamespacedName) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.changed, key)
-	delete(p.parked, key)
+	p.unpark(key)
 	p.wanted[key] = true
-	p.setWaiting()
 }
 
 // forget drops what is known of key: its MySQLCluster is gone.
@@ -102,9 +100,15 @@ func (p *pace) forget(key types.NamespacedName) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.unpark(key)
+	delete(p.wanted, key)
+}
+
+// unpark drops key's member-change state: a pass for another reason, or none, replaces it. Called with p.mu
+// held.
+func (p *pace) unpark(key types.NamespacedName) {
 	delete(p.changed, key)
 	delete(p.parked, key)
-	delete(p.wanted, key)
 	p.setWaiting()
 }
 

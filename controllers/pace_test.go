@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
@@ -46,7 +45,7 @@ func TestMemberChangePassesWaitForPlacement(t *testing.T) {
 	g.Eventually(hook.log, time.Minute, 100*time.Millisecond).Should(ContainElement(aws + " held"))
 	restart := stopMember(t, fleet.Member(azure))
 
-	g.Eventually(func() float64 { return passesWaiting() },
+	g.Eventually(func() float64 { return passesWaiting(g) },
 		time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", 1), "the member change's passes wait")
 	g.Consistently(azurePhase, 3*time.Second, 250*time.Millisecond).ShouldNot(Equal(v1alpha1.PhaseUnreachable),
 		"not reported while the deletion pass is in flight")
@@ -55,7 +54,7 @@ func TestMemberChangePassesWaitForPlacement(t *testing.T) {
 	hook.release()
 	g.Eventually(azurePhase, time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable),
 		"reported once the deletion pass has ended")
-	g.Expect(passesWaiting()).To(BeZero())
+	g.Expect(passesWaiting(g)).To(BeZero())
 	eventuallyGone(g, client.ObjectKeyFromObject(held))
 
 	restart()
@@ -64,16 +63,11 @@ func TestMemberChangePassesWaitForPlacement(t *testing.T) {
 	eventuallyGone(g, key)
 }
 
-// passesWaiting reads mysqlfleet_member_change_passes_waiting from the in-process manager's registry.
-func passesWaiting() float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		return -1
-	}
-	for _, f := range families {
-		if f.GetName() == "mysqlfleet_member_change_passes_waiting" {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
+// passesWaiting reads mysqlfleet_member_change_passes_waiting from the in-process manager's registry; -1 while
+// it has no sample.
+func passesWaiting(g Gomega) float64 {
+	for _, m := range managerMetrics(g)["mysqlfleet_member_change_passes_waiting"].GetMetric() {
+		return m.GetGauge().GetValue()
 	}
 	return -1
 }

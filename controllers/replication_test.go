@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/member"
@@ -343,20 +342,13 @@ func replicationEvents(g Gomega, c *v1alpha1.MySQLCluster, reason string) []stri
 
 // failoverCount reads the manager's mysqlfleet_member_failovers_total for the MySQLCluster in a member.
 func failoverCount(g Gomega, c *v1alpha1.MySQLCluster, member string) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "mysqlfleet_member_failovers_total" {
-			continue
+	for _, m := range managerMetrics(g)["mysqlfleet_member_failovers_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
 		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["cluster_namespace"] == c.Namespace && l["cluster_name"] == c.Name && l["member"] == member {
-				return m.GetCounter().GetValue()
-			}
+		if l["cluster_namespace"] == c.Namespace && l["cluster_name"] == c.Name && l["member"] == member {
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0

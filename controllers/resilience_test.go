@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
@@ -102,6 +103,17 @@ func apiServerMetrics(g Gomega, c *testfleet.Cluster) map[string]*dto.MetricFami
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	g.ExpectWithOffset(1, err).NotTo(HaveOccurred(), "metrics of %s", c.Name)
 	return families
+}
+
+// managerMetrics reads the in-process manager's metrics, by family name.
+func managerMetrics(g Gomega) map[string]*dto.MetricFamily {
+	families, err := metrics.Registry.Gather()
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	out := make(map[string]*dto.MetricFamily, len(families))
+	for _, f := range families {
+		out[f.GetName()] = f
+	}
+	return out
 }
 
 func diff(before, after map[string]float64) map[string]float64 {
