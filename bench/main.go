@@ -41,6 +41,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/controllers"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
@@ -53,7 +54,7 @@ type options struct {
 	idle, settle, timeout                                                               time.Duration
 	out                                                                                 string
 	memberQPS                                                                           float64
-	memberBurst, memberMaxInFlight                                                      int
+	memberBurst, memberMaxInFlight, managerWorkers                                      int
 	memberTimeout                                                                       time.Duration
 	partition                                                                           bool
 	// replicas is how many manager replicas run (sharded when more than one); scale, when set, runs the scale
@@ -86,6 +87,7 @@ func main() {
 	fs.IntVar(&o.memberBurst, "member-burst", kubeconfig.DefaultBurst, "the manager's --member-burst")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "the manager's --member-timeout")
 	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
+	fs.IntVar(&o.managerWorkers, "manager-workers", controllers.DefaultWorkers, "the manager's --workers")
 	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
 	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3), with memory per replica, a takeover and idle writes, and a PNG plot")
 	_ = fs.Parse(os.Args[1:])
@@ -100,7 +102,7 @@ func main() {
 	if len(o.scale) > 0 && o.replicas < 2 {
 		o.replicas = 3
 	}
-	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.prefill < 0 {
+	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.managerWorkers < 1 || o.prefill < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat and -member-max-in-flight at least 1")
 		os.Exit(2)
 	}
@@ -174,7 +176,7 @@ func run(ctx context.Context, o options) int {
 		Members: o.members, Clusters: o.clusters, PerNamespace: o.perNamespace, StatusSamples: o.statusSamples,
 		Unrelated: o.unrelated, IdleSeconds: o.idle.Seconds(), Workers: o.workers, MemberQPS: o.memberQPS,
 		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(), MemberMaxInFlight: o.memberMaxInFlight,
-		Repeat: o.repeat, Prefill: o.prefill, Replicas: o.replicas,
+		Repeat: o.repeat, Prefill: o.prefill, Replicas: o.replicas, ManagerWorkers: o.managerWorkers,
 	}}
 	if b.res.Host.Load1Start > 1.5 {
 		b.logf("warning: load average %.2f: the machine is busy, figures will be noisy", b.res.Host.Load1Start)

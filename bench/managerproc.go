@@ -42,6 +42,7 @@ const (
 	managerBurstEnv    = "MYSQLFLEET_BENCH_MEMBER_BURST"
 	managerTimeoutEnv  = "MYSQLFLEET_BENCH_MEMBER_TIMEOUT"
 	managerInFlightEnv = "MYSQLFLEET_BENCH_MEMBER_MAX_IN_FLIGHT"
+	managerWorkersEnv  = "MYSQLFLEET_BENCH_WORKERS"
 	// managerShardEnv, set, runs the manager sharded (leader election on) under this identity.
 	managerShardEnv  = "MYSQLFLEET_BENCH_SHARD_IDENTITY"
 	managerNamespace = "mysqlfleet-system"
@@ -95,6 +96,9 @@ func runManager() int {
 	}
 	if v, err := strconv.Atoi(os.Getenv(managerInFlightEnv)); err == nil {
 		o.MemberMaxInFlight = v
+	}
+	if v, err := strconv.Atoi(os.Getenv(managerWorkersEnv)); err == nil {
+		o.Workers = v
 	}
 	// Sharded replicas elect the leader that writes the summaries, with cmd/manager's lease timings.
 	if id := os.Getenv(managerShardEnv); id != "" {
@@ -313,7 +317,7 @@ func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, 
 	cmd.Env = append(os.Environ(), managerEnv+"="+addr, managerMetricsEnv+"="+metrics, managerLogEnv+"="+logPath,
 		"KUBECONFIG="+hubKubeconfig, managerQPSEnv+"="+strconv.FormatFloat(o.memberQPS, 'f', -1, 64),
 		managerBurstEnv+"="+strconv.Itoa(o.memberBurst), managerTimeoutEnv+"="+o.memberTimeout.String(),
-		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerShardEnv+"="+identity)
+		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerWorkersEnv+"="+strconv.Itoa(o.managerWorkers), managerShardEnv+"="+identity)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	// Its own process group, so that a Ctrl-C reaches the bench, which stops it in order; the kernel kills it
 	// if the bench dies.

@@ -54,6 +54,8 @@ type Params struct {
 	// MemberTimeoutSeconds and MemberMaxInFlight are the manager's --member-timeout and --member-max-in-flight.
 	MemberTimeoutSeconds float64 `json:"memberTimeoutSeconds"`
 	MemberMaxInFlight    int     `json:"memberMaxInFlight"`
+	// ManagerWorkers is the manager's --workers.
+	ManagerWorkers int `json:"managerWorkers"`
 	// Repeat is how many times the convergence phase ran.
 	Repeat int `json:"repeat"`
 	// Prefill is how many runs' worth of objects were written into the members before the first measured run.

@@ -72,6 +72,7 @@ memberSyncTimeout: 30s
 memberHealthInterval: 5s
 memberTimeout: 20s
 memberMaxInFlight: 16
+workers: 48
 deletionTimeout: 10m
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 5s}
 sharding: {enabled: false}
@@ -292,7 +293,7 @@ func TestValueSets(t *testing.T) {
 		g.Expect(c.ImagePullPolicy).To(Equal(corev1.PullAlways))
 		g.Expect(c.Args).To(ContainElements(
 			"--member-qps=12.5", "--member-burst=25", "--allow-insecure-member-tls=true",
-			"--member-sync-timeout=30s", "--member-health-interval=5s", "--member-timeout=20s", "--member-max-in-flight=16",
+			"--member-sync-timeout=30s", "--member-health-interval=5s", "--member-timeout=20s", "--member-max-in-flight=16", "--workers=48",
 			"--deletion-timeout=10m",
 			"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s",
 			"--sharding=false",
@@ -401,6 +402,7 @@ func TestSchemaRejects(t *testing.T) {
 		"negative QPS":                      {`memberQPS: -1`, `at '/memberQPS': exclusiveMinimum: got -1, want 0`},
 		"no slot per member":                {`memberMaxInFlight: 0`, `at '/memberMaxInFlight': minimum: got 0, want 1`},
 		"fractional slots":                  {`memberMaxInFlight: 2.5`, `at '/memberMaxInFlight': got number, want integer`},
+		"no worker":                         {`workers: 0`, `at '/workers': minimum: got 0, want 1`},
 		"bad quantity":                      {`resources: {limits: {memory: lots}}`, `at '/resources/limits/memory': 'lots' does not match pattern`},
 		"bad toleration effect":             {`tolerations: [{key: a, effect: Sometimes}]`, `at '/tolerations/0/effect': value must be one of`},
 		"typo deep in affinity":             {`affinity: {nodeAffinity: {requiredDuringScheduling: {}}}`, `at '/affinity/nodeAffinity': additional properties 'requiredDuringScheduling' not allowed`},

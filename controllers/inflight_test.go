@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/controllers"
 	mcfleet "github.com/mysqlfleet/mysqlfleet/internal/fleet"
 )
 
@@ -95,4 +96,22 @@ func requestConcurrency(g Gomega, member string) histogram {
 		}
 	}
 	return h
+}
+
+// The manager's Workers option is how many MySQLClusters the controller reconciles at once (controller-runtime
+// reports its workers per controller); the suite sets one more than the default.
+func TestWorkers(t *testing.T) {
+	g := NewWithT(t)
+	// controller-runtime reports them once the controller has started.
+	g.Eventually(func() []float64 {
+		var workers []float64
+		for _, m := range managerMetrics(g)["controller_runtime_max_concurrent_reconciles"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "mysqlcluster" {
+					workers = append(workers, m.GetGauge().GetValue())
+				}
+			}
+		}
+		return workers
+	}).WithTimeout(time.Minute).Should(Equal([]float64{controllers.DefaultWorkers + 1}))
 }

@@ -19,6 +19,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -262,7 +263,11 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		return conds.fail(v1alpha1.PhaseDegraded, reason, err), err
 	}
 
-	a := apply.Applier{Client: mc, Reader: cl.GetAPIReader(), DryRun: c.Spec.Paused, Member: m.Name, UID: c.UID,
+	w, err := r.writerFor(m.Name, cl)
+	if err != nil {
+		return r.memberError(ctx, conds, m, err), nil
+	}
+	a := apply.Applier{Client: mc, Reader: cl.GetAPIReader(), Writer: w, DryRun: c.Spec.Paused, Member: m.Name, UID: c.UID,
 		Adopt: adoptSet(c), Memory: &r.memory}
 	if !c.Spec.Paused {
 		done, err := r.reconcileVolumeTemplate(ctx, a, c)
@@ -327,6 +332,38 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	st = r.readBack(ctx, mc, c, st, conds)
 	memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
 	return st, nil
+}
+
+// writerFor is the apply.Writer of a member's cluster, made once per cluster: a member registered again gets a
+// new cluster, and with it a new writer.
+func (r *MySQLClusterReconciler) writerFor(member string, cl cluster.Cluster) (*apply.Writer, error) {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	if mw, ok := r.writers[member]; ok && mw.cluster == cl {
+		return mw.writer, nil
+	}
+	w, err := apply.NewWriter(cl.GetConfig(), cl.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	if r.writers == nil {
+		r.writers = map[string]memberWriter{}
+	}
+	r.writers[member] = memberWriter{cluster: cl, writer: w}
+	return w, nil
+}
+
+// forgetWriter drops the writer of a member this replica no longer works in.
+func (r *MySQLClusterReconciler) forgetWriter(member string) {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	delete(r.writers, member)
+}
+
+// memberWriter is a member cluster's apply.Writer.
+type memberWriter struct {
+	cluster cluster.Cluster
+	writer  *apply.Writer
 }
 
 // memberError classifies a failure in a member: no answer is unreachability, anything else a failed apply.

@@ -71,6 +71,8 @@ type MySQLClusterReconciler struct {
 	// it holds and writes their rows of status.members; the elected leader writes the rest of the status, the
 	// finalizers and the deletion's end. Without it the elected leader does everything.
 	Sharded bool
+	// Workers is how many MySQLClusters are reconciled at once; zero means DefaultWorkers.
+	Workers int
 
 	// memberChanged wakes the handler that requeues the MySQLClusters on the members in changedMembers.
 	memberChanged  chan event.GenericEvent
@@ -84,6 +86,9 @@ type MySQLClusterReconciler struct {
 	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
 	// object versions known to hold what mysqlfleet wants, and the applies under way.
 	memory apply.Memory
+	// writers are the members' apply.Writers, by member.
+	writersMu sync.Mutex
+	writers   map[string]memberWriter
 }
 
 // +kubebuilder:rbac:groups=mysqlfleet.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
@@ -125,8 +130,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			mcbuilder.WithPredicates(intent)).
 		// Several MySQLClusters reconcile at once, so that one waiting on a slow member holds up no other.
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
-			// Reconciles wait on member round trips, not CPU: more of them in flight converge a fleet faster.
-			MaxConcurrentReconciles: 32,
+			MaxConcurrentReconciles: r.workers(),
 			// multicluster-runtime's builder does not take the manager's default, so pass it on.
 			SkipNameValidation: mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
 		}).
@@ -141,6 +145,18 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true))
 	}
 	return b.Complete(r)
+}
+
+// DefaultWorkers is how many MySQLClusters are reconciled at once by default. Passes wait on member round trips,
+// not CPU, and the requests they send to one member are bounded by the fleet's in-flight slots whatever their
+// number, so more of them in flight only keep every member's slots busy.
+const DefaultWorkers = 32
+
+func (r *MySQLClusterReconciler) workers() int {
+	if r.Workers > 0 {
+		return r.Workers
+	}
+	return DefaultWorkers
 }
 
 // MemberChanged requeues the MySQLClusters placed on a member after it registered, left, or changed its facts
@@ -198,6 +214,7 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 	for m := range changed {
 		if !registered[m] {
 			r.memory.ForgetMember(m) // left: what was verified there means nothing any more
+			r.forgetWriter(m)
 		}
 	}
 	for _, st := range states {
@@ -206,6 +223,7 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 			// verified there is of no use until it is handed back.
 			forgetMemberSeries(st.Name)
 			r.memory.ForgetMember(st.Name)
+			r.forgetWriter(st.Name)
 		}
 	}
 }

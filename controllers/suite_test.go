@@ -21,6 +21,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/controllers"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
@@ -97,6 +98,8 @@ func startManager(adjust ...func(*manager.Options)) {
 		MemberHealthInterval:   time.Second,
 		MemberTimeout:          5 * time.Second,
 		DeletionTimeout:        15 * time.Second,
+		// One more than the default, so that TestWorkers sees the option reach the controller.
+		Workers: controllers.DefaultWorkers + 1,
 	}
 	opts.SkipControllerNameValidation = true // a restarted manager reuses the controller names
 	for _, a := range adjust {

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mysqlfleet/mysqlfleet/controllers"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
@@ -46,6 +47,7 @@ func main() {
 	flag.DurationVar(&o.MemberHealthInterval, "member-health-interval", 10*time.Second, "how often each member's /readyz is probed, so that an unreachable member is reported without waiting for a change")
 	flag.DurationVar(&o.MemberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "bound on one request to a member, counted from when it is sent (not while it waits for one of the member's in-flight slots)")
 	flag.IntVar(&o.MemberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "requests the manager keeps outstanding against one member API server at most (watches excluded); the rest wait in the manager")
+	flag.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "MySQLClusters reconciled at once (each pass's requests to a member still wait for that member's in-flight slots)")
 	flag.StringVar(&o.RunnerImage, "runner-image", render.DefaultRunnerImage, "image the backup and restore Jobs copy the backup runner (mysqlfleet-backup) from: this manager's own image (the chart sets it)")
 	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
 	probe := flag.String("probe", "", "GET this URL and exit, with 0 if it answers 200 OK and 1 otherwise: the health check of the image, which has no shell")

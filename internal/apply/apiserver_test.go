@@ -3,12 +3,15 @@ package apply
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -20,13 +23,18 @@ import (
 // not; and it takes such an object over only when the adopt set names its owner's UID or its own.
 func TestApplierOwnsByUID(t *testing.T) {
 	g := NewWithT(t)
-	c, err := client.New(testfleet.APIServer(t), client.Options{})
+	cfg := testfleet.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := NewWriter(cfg, hc)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
 
 	mem := &Memory{}
-	a := Applier{Client: c, Reader: c, Member: "aws", UID: "me", Memory: mem}
+	a := Applier{Client: c, Reader: c, Writer: w, Member: "aws", UID: "me", Memory: mem}
 	desired := func(name string) *corev1ac.ConfigMapApplyConfiguration {
 		return corev1ac.ConfigMap(name, "shop").
 			WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
@@ -84,3 +92,51 @@ func TestApplierOwnsByUID(t *testing.T) {
 		g.Expect(got.Data).To(HaveKeyWithValue("k", "v"))
 	}
 }
+
+// The writer's applies are answered in protobuf, not JSON, and the version an apply wrote is still known from
+// the answer: the next pass finds it verified.
+func TestWriterAppliesWithProtobufAnswers(t *testing.T) {
+	g := NewWithT(t)
+	cfg := testfleet.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	answers := map[string]string{} // content type of each PATCH's answer
+	inner := hc.Transport
+	hc.Transport = roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := inner.RoundTrip(req)
+		if err == nil && req.Method == http.MethodPatch {
+			mu.Lock()
+			answers[req.URL.Path] = resp.Header.Get("Content-Type")
+			mu.Unlock()
+		}
+		return resp, err
+	})
+	w, err := NewWriter(cfg, hc)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
+
+	mem := &Memory{}
+	a := Applier{Client: c, Reader: c, Writer: w, Member: "aws", UID: "me", Memory: mem}
+	desired := corev1ac.ConfigMap("orders", "shop").
+		WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
+		WithData(map[string]string{"k": "v"})
+	res, err := a.Apply(ctx, desired)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Action).To(Equal(ActionCreate))
+	g.Expect(answers).To(Equal(map[string]string{"/api/v1/namespaces/shop/configmaps/orders": "application/vnd.kubernetes.protobuf"}))
+
+	var live corev1.ConfigMap
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &live)).To(Succeed())
+	key := objectKey{"aws", "ConfigMap", "shop", "orders"}
+	g.Expect(mem.verified.holds(key, live.ResourceVersion, digestOf(corev1ac.ConfigMap("orders", "shop").
+		WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
+		WithData(map[string]string{"k": "v"})))).To(BeTrue(), "the version written is known from the protobuf answer")
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -7,6 +7,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -51,9 +52,11 @@ const (
 // from the member's API server. So a converged fleet makes no API requests, and neither does a manager that
 // checks a converged member it has just started to cache.
 type Applier struct {
-	// Client reads from the member's cache and writes to the member; Reader reads from its API server.
+	// Client reads from the member's cache (and writes what is not an apply); Reader reads from its API server;
+	// Writer sends the applies.
 	Client client.Client
 	Reader client.Reader
+	Writer *Writer
 	// DryRun computes the action without writing (paused MySQLClusters).
 	DryRun bool
 	Member string
@@ -104,25 +107,38 @@ type Result struct {
 // Apply applies one object and returns what it did (or, in dry run, would do). An object with the name that
 // another owner holds is not written: the error is a *ConflictError and the action ActionConflict.
 func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Result, error) {
+	if a.Writer == nil {
+		return Result{}, errors.New("the applier has no writer")
+	}
+	w := a.Writer.cs
 	switch ac := obj.(type) {
 	case *corev1ac.NamespaceApplyConfiguration:
-		return named("Namespace", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Namespace{}, *ac.Name, "", corev1ac.ExtractNamespace))
+		return named("Namespace", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Namespace{}, *ac.Name, "", corev1ac.ExtractNamespace,
+			w.CoreV1().Namespaces().Apply))
 	case *corev1ac.SecretApplyConfiguration:
-		return named("Secret", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Secret{}, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret))
+		return named("Secret", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Secret{}, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret,
+			w.CoreV1().Secrets(*ac.Namespace).Apply))
 	case *corev1ac.ConfigMapApplyConfiguration:
-		return named("ConfigMap", *ac.Name)(applyTyped(ctx, a, ac, &corev1.ConfigMap{}, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap))
+		return named("ConfigMap", *ac.Name)(applyTyped(ctx, a, ac, &corev1.ConfigMap{}, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap,
+			w.CoreV1().ConfigMaps(*ac.Namespace).Apply))
 	case *corev1ac.ServiceApplyConfiguration:
-		return named("Service", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Service{}, *ac.Name, *ac.Namespace, corev1ac.ExtractService))
+		return named("Service", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Service{}, *ac.Name, *ac.Namespace, corev1ac.ExtractService,
+			w.CoreV1().Services(*ac.Namespace).Apply))
 	case *corev1ac.PersistentVolumeClaimApplyConfiguration:
-		return named("PersistentVolumeClaim", *ac.Name)(applyTyped(ctx, a, ac, &corev1.PersistentVolumeClaim{}, *ac.Name, *ac.Namespace, corev1ac.ExtractPersistentVolumeClaim))
+		return named("PersistentVolumeClaim", *ac.Name)(applyTyped(ctx, a, ac, &corev1.PersistentVolumeClaim{}, *ac.Name, *ac.Namespace,
+			corev1ac.ExtractPersistentVolumeClaim, w.CoreV1().PersistentVolumeClaims(*ac.Namespace).Apply))
 	case *appsv1ac.StatefulSetApplyConfiguration:
-		return named("StatefulSet", *ac.Name)(applyTyped(ctx, a, ac, &appsv1.StatefulSet{}, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet))
+		return named("StatefulSet", *ac.Name)(applyTyped(ctx, a, ac, &appsv1.StatefulSet{}, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet,
+			w.AppsV1().StatefulSets(*ac.Namespace).Apply))
 	case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
-		return named("PodDisruptionBudget", *ac.Name)(applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace, policyv1ac.ExtractPodDisruptionBudget))
+		return named("PodDisruptionBudget", *ac.Name)(applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace,
+			policyv1ac.ExtractPodDisruptionBudget, w.PolicyV1().PodDisruptionBudgets(*ac.Namespace).Apply))
 	case *batchv1ac.CronJobApplyConfiguration:
-		return named("CronJob", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob))
+		return named("CronJob", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob,
+			w.BatchV1().CronJobs(*ac.Namespace).Apply))
 	case *batchv1ac.JobApplyConfiguration:
-		return named("Job", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.Job{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractJob))
+		return named("Job", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.Job{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractJob,
+			w.BatchV1().Jobs(*ac.Namespace).Apply))
 	}
 	return Result{}, fmt.Errorf("no apply support for %T", obj)
 }
@@ -208,22 +224,25 @@ func named(kind, name string) func(Result, error) (Result, error) {
 	}
 }
 
+// writeFunc is a typed client's Apply.
+type writeFunc[O client.Object, AC runtime.ApplyConfiguration] func(context.Context, AC, metav1.ApplyOptions) (O, error)
+
 func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
-	name, namespace string, extract func(O, string) (AC, error)) (Result, error) {
+	name, namespace string, extract func(O, string) (AC, error), write writeFunc[O, AC]) (Result, error) {
 	key := objectKey{a.Member, reflect.TypeOf(live).Elem().Name(), namespace, name}
 	digest := digestOf(desired)
 	if a.DryRun || digest == 0 {
-		return applyOne(ctx, a, desired, live, key, digest, extract)
+		return applyOne(ctx, a, desired, live, key, digest, extract, write)
 	}
 	out, err, _ := a.Memory.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
-		return applyOne(ctx, a, desired, live, key, digest, extract)
+		return applyOne(ctx, a, desired, live, key, digest, extract, write)
 	})
 	return out.(Result), err
 }
 
 // applyOne is applyTyped for one caller: read the object, check whose it is, compare, apply if needed.
 func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
-	key objectKey, digest uint64, extract func(O, string) (AC, error)) (Result, error) {
+	key objectKey, digest uint64, extract func(O, string) (AC, error), write writeFunc[O, AC]) (Result, error) {
 	nn := client.ObjectKey{Namespace: key.namespace, Name: key.name}
 	err := a.Client.Get(ctx, nn, live)
 	cached := err == nil
@@ -285,10 +304,10 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	}
 	setApplied(desired, strconv.FormatUint(digest, 16))
 	a.Memory.echoes.begin(key)
-	err = a.Client.Apply(ctx, desired, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	applied, err := write(ctx, desired, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
 	written := ""
 	if err == nil {
-		written = resourceVersionOf(desired) // the answer was decoded into desired
+		written = applied.GetResourceVersion()
 	}
 	a.Memory.echoes.end(key, written)
 	// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.

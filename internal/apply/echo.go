@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -132,25 +131,4 @@ func (e *echoes) filter(member string, obj client.Object, pass func()) {
 	}
 	e.mu.Unlock()
 	pass()
-}
-
-// resourceVersionOf reads metadata.resourceVersion from an apply configuration into which the API server's
-// answer was decoded. Apply configurations have no getter for it; every generated one embeds
-// ObjectMetaApplyConfiguration.
-func resourceVersionOf(ac any) string {
-	v := reflect.ValueOf(ac)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return ""
-	}
-	f := v.FieldByName("ObjectMetaApplyConfiguration")
-	if !f.IsValid() || f.IsNil() {
-		return ""
-	}
-	if m, ok := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration); ok && m.ResourceVersion != nil {
-		return *m.ResourceVersion
-	}
-	return ""
 }

@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 func sts(rv string) *appsv1.StatefulSet {
@@ -58,17 +57,6 @@ func TestEchoOfAFailedApplyIsPassedOn(t *testing.T) {
 	e.end(ordersKey, "")
 	g.Expect(*held).To(BeTrue())
 	g.Expect(e.written).To(BeEmpty())
-}
-
-func TestResourceVersionOfApplyConfigurations(t *testing.T) {
-	g := NewWithT(t)
-	s := appsv1ac.StatefulSet("orders", "shop")
-	g.Expect(resourceVersionOf(s)).To(BeEmpty())
-	s.WithResourceVersion("7")
-	g.Expect(resourceVersionOf(s)).To(Equal("7"))
-	g.Expect(resourceVersionOf(corev1ac.Namespace("shop").WithResourceVersion("9"))).To(Equal("9"))
-	g.Expect(resourceVersionOf(&appsv1ac.StatefulSetApplyConfiguration{})).To(BeEmpty())
-	g.Expect(resourceVersionOf("not an apply configuration")).To(BeEmpty())
 }
 
 func TestVerifiedHoldsForTheSameVersionAndDigestOnly(t *testing.T) {

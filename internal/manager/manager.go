@@ -68,6 +68,8 @@ type Options struct {
 	// MemberMaxInFlight bounds the requests outstanding against one member (watches excluded); zero means
 	// fleet.DefaultMaxInFlight.
 	MemberMaxInFlight int
+	// Workers is how many MySQLClusters are reconciled at once; zero means controllers.DefaultWorkers.
+	Workers int
 	// RunnerImage is the image backup and restore Jobs copy the backup runner from; default
 	// render.DefaultRunnerImage.
 	RunnerImage string
@@ -98,9 +100,9 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	}
 	// Zero takes the fleet's defaults; a negative bound would make every member unusable (no slot, or
 	// requests that end before they are sent), so it is refused rather than read as "none".
-	if opts.MemberMaxInFlight < 0 || opts.MemberTimeout < 0 {
-		return nil, fmt.Errorf("the member in-flight bound (%d) and request timeout (%s) must not be negative",
-			opts.MemberMaxInFlight, opts.MemberTimeout)
+	if opts.MemberMaxInFlight < 0 || opts.MemberTimeout < 0 || opts.Workers < 0 {
+		return nil, fmt.Errorf("the member in-flight bound (%d), request timeout (%s) and workers (%d) must not be negative",
+			opts.MemberMaxInFlight, opts.MemberTimeout, opts.Workers)
 	}
 	if opts.LeaderElectionID == "" {
 		opts.LeaderElectionID = "mysqlfleet-manager"
@@ -111,7 +113,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	scheme := Scheme()
 	r := &controllers.MySQLClusterReconciler{
 		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout, RunnerImage: opts.RunnerImage,
-		Sharded: opts.Sharding,
+		Sharded: opts.Sharding, Workers: opts.Workers,
 	}
 	var provider *fleet.Provider
 	var sh *shard.Shard

@@ -13,6 +13,7 @@ func TestNewRefusesNegativeMemberBounds(t *testing.T) {
 	for name, o := range map[string]Options{
 		"max in flight": {Namespace: "mysqlfleet-system", MemberMaxInFlight: -1},
 		"timeout":       {Namespace: "mysqlfleet-system", MemberTimeout: -time.Second},
+		"workers":       {Namespace: "mysqlfleet-system", Workers: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
