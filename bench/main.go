@@ -103,7 +103,7 @@ func main() {
 		o.replicas = 3
 	}
 	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.managerWorkers < 1 || o.prefill < 0 {
-		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat and -member-max-in-flight at least 1")
+		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat, -member-max-in-flight and -manager-workers at least 1")
 		os.Exit(2)
 	}
 

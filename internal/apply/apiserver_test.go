@@ -23,18 +23,8 @@ import (
 // not; and it takes such an object over only when the adopt set names its owner's UID or its own.
 func TestApplierOwnsByUID(t *testing.T) {
 	g := NewWithT(t)
-	cfg := testfleet.APIServer(t)
-	c, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	hc, err := rest.HTTPClientFor(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	w, err := NewWriter(cfg, hc)
-	g.Expect(err).NotTo(HaveOccurred())
+	c, a := newApplier(t, g, nil)
 	ctx := context.Background()
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
-
-	mem := &Memory{}
-	a := Applier{Client: c, Reader: c, Writer: w, Member: "aws", UID: "me", Memory: mem}
 	desired := func(name string) *corev1ac.ConfigMapApplyConfiguration {
 		return corev1ac.ConfigMap(name, "shop").
 			WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
@@ -97,34 +87,26 @@ func TestApplierOwnsByUID(t *testing.T) {
 // the answer: the next pass finds it verified.
 func TestWriterAppliesWithProtobufAnswers(t *testing.T) {
 	g := NewWithT(t)
-	cfg := testfleet.APIServer(t)
-	c, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	hc, err := rest.HTTPClientFor(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
 	var mu sync.Mutex
 	answers := map[string]string{} // content type of each PATCH's answer
-	inner := hc.Transport
-	hc.Transport = roundTripper(func(req *http.Request) (*http.Response, error) {
-		resp, err := inner.RoundTrip(req)
-		if err == nil && req.Method == http.MethodPatch {
-			mu.Lock()
-			answers[req.URL.Path] = resp.Header.Get("Content-Type")
-			mu.Unlock()
-		}
-		return resp, err
+	c, a := newApplier(t, g, func(inner http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := inner.RoundTrip(req)
+			if err == nil && req.Method == http.MethodPatch {
+				mu.Lock()
+				answers[req.URL.Path] = resp.Header.Get("Content-Type")
+				mu.Unlock()
+			}
+			return resp, err
+		})
 	})
-	w, err := NewWriter(cfg, hc)
-	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
-
-	mem := &Memory{}
-	a := Applier{Client: c, Reader: c, Writer: w, Member: "aws", UID: "me", Memory: mem}
-	desired := corev1ac.ConfigMap("orders", "shop").
-		WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
-		WithData(map[string]string{"k": "v"})
-	res, err := a.Apply(ctx, desired)
+	desired := func() *corev1ac.ConfigMapApplyConfiguration {
+		return corev1ac.ConfigMap("orders", "shop").
+			WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
+			WithData(map[string]string{"k": "v"})
+	}
+	res, err := a.Apply(ctx, desired())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Action).To(Equal(ActionCreate))
 	g.Expect(answers).To(Equal(map[string]string{"/api/v1/namespaces/shop/configmaps/orders": "application/vnd.kubernetes.protobuf"}))
@@ -132,9 +114,25 @@ func TestWriterAppliesWithProtobufAnswers(t *testing.T) {
 	var live corev1.ConfigMap
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &live)).To(Succeed())
 	key := objectKey{"aws", "ConfigMap", "shop", "orders"}
-	g.Expect(mem.verified.holds(key, live.ResourceVersion, digestOf(corev1ac.ConfigMap("orders", "shop").
-		WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
-		WithData(map[string]string{"k": "v"})))).To(BeTrue(), "the version written is known from the protobuf answer")
+	g.Expect(a.Memory.verified.holds(key, live.ResourceVersion, digestOf(desired()))).To(BeTrue(),
+		"the version written is known from the protobuf answer")
+}
+
+// newApplier starts an API server with the namespace shop and returns a client of it and an Applier in member
+// aws for the MySQLCluster uid "me", whose writer's transport wrap (when not nil) wraps.
+func newApplier(t *testing.T, g Gomega, wrap func(http.RoundTripper) http.RoundTripper) (client.Client, Applier) {
+	cfg := testfleet.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	if wrap != nil {
+		hc.Transport = wrap(hc.Transport)
+	}
+	w, err := NewWriter(cfg, hc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})).To(Succeed())
+	return c, Applier{Client: c, Reader: c, Writer: w, Member: "aws", UID: "me", Memory: &Memory{}}
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
