@@ -55,6 +55,12 @@ const Finalizer = "mysqlfleet.io/finalizer"
 // FieldManager is the one server-side apply field manager mysqlfleet writes with, on the hub and in members.
 const FieldManager = "mysqlfleet"
 
+// CreateFieldManager is the field manager of the member objects mysqlfleet creates. A create is an Update in
+// managedFields, not an Apply, so it has a name of its own: mysqlfleet's later Update writes (a claim's labels)
+// stay told apart from it, and before its first apply to the object mysqlfleet moves this entry's fields into
+// FieldManager's apply entry (k8s.io/client-go/util/csaupgrade), so that a field it stops applying is removed.
+const CreateFieldManager = "mysqlfleet-create"
+
 // Annotations on a MySQLCluster and on the objects it adopts.
 const (
 	// AdoptAnnotation on a MySQLCluster lists, comma separated, the UIDs whose objects in its members it may take

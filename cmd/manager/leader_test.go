@@ -139,7 +139,7 @@ func TestLeaderElection(t *testing.T) {
 	g.Expect(leaderReqs.to(memberHost)).To(BeNumerically(">", 0), "the leader's metrics count its requests to the member")
 	g.Expect(standbyReqs.to(memberHost)).To(BeZero(), "the standby sent requests to the member: %v", standbyReqs)
 	g.Expect(standbyReqs.successfulWrites()).To(BeZero(), "the standby wrote to the hub: %v", standbyReqs)
-	g.Expect(managers(&sts)).To(ConsistOf(v1alpha1.FieldManager))
+	g.Expect(managers(&sts)).To(ConsistOf(v1alpha1.CreateFieldManager), "the leader created the StatefulSet")
 
 	// kill -9 the leader: it cannot release the Lease, so the standby takes over once the Lease expires.
 	killedAt := time.Now()
@@ -168,7 +168,7 @@ func TestLeaderElection(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed(), "the new leader applies the change to the member")
 	t.Logf("Takeover: the change reached the member %s after the leader was killed", time.Since(killedAt).Round(time.Millisecond))
 	g.Expect(standby.log()).To(ContainSubstring(logEngaged))
-	g.Expect(managers(&sts)).To(ConsistOf(v1alpha1.FieldManager))
+	g.Expect(managers(&sts)).To(ConsistOf(v1alpha1.FieldManager), "the create's entry moved into the apply's")
 
 	// SIGTERM: with LeaderElectionReleaseOnCancel the manager stops its controllers, then client-go's release()
 	// rewrites the Lease with an empty holder and a one-second duration, so a successor need not wait for expiry.

@@ -83,39 +83,45 @@ func TestApplierOwnsByUID(t *testing.T) {
 	}
 }
 
-// The writer's applies are answered in protobuf, not JSON, and the version an apply wrote is still known from
-// the answer: the next pass finds it verified.
+// The writer's creates and applies are answered in protobuf, not JSON, and the version each wrote is still
+// known from the answer: the next pass finds it verified.
 func TestWriterAppliesWithProtobufAnswers(t *testing.T) {
 	g := NewWithT(t)
 	var mu sync.Mutex
-	answers := map[string]string{} // content type of each PATCH's answer
+	answers := map[string]string{} // content type of the last answer to each POST and PATCH
 	c, a := newApplier(t, g, func(inner http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := inner.RoundTrip(req)
-			if err == nil && req.Method == http.MethodPatch {
+			if err == nil && (req.Method == http.MethodPatch || req.Method == http.MethodPost) {
 				mu.Lock()
-				answers[req.URL.Path] = resp.Header.Get("Content-Type")
+				answers[req.Method+" "+req.URL.Path] = resp.Header.Get("Content-Type")
 				mu.Unlock()
 			}
 			return resp, err
 		})
 	})
 	ctx := context.Background()
-	desired := func() *corev1ac.ConfigMapApplyConfiguration {
+	desired := func(v string) *corev1ac.ConfigMapApplyConfiguration {
 		return corev1ac.ConfigMap("orders", "shop").
 			WithLabels(map[string]string{v1alpha1.ClusterUIDLabel: "me"}).
-			WithData(map[string]string{"k": "v"})
+			WithData(map[string]string{"k": v})
 	}
-	res, err := a.Apply(ctx, desired())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Action).To(Equal(ActionCreate))
-	g.Expect(answers).To(Equal(map[string]string{"/api/v1/namespaces/shop/configmaps/orders": "application/vnd.kubernetes.protobuf"}))
-
-	var live corev1.ConfigMap
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &live)).To(Succeed())
 	key := objectKey{"aws", "ConfigMap", "shop", "orders"}
-	g.Expect(a.Memory.verified.holds(key, live.ResourceVersion, digestOf(desired()))).To(BeTrue(),
-		"the version written is known from the protobuf answer")
+	for _, step := range []struct{ value, action string }{{"v1", ActionCreate}, {"v2", ActionUpdate}} {
+		res, err := a.Apply(ctx, desired(step.value))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Action).To(Equal(step.action))
+		var live corev1.ConfigMap
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &live)).To(Succeed())
+		g.Expect(live.Data).To(HaveKeyWithValue("k", step.value))
+		g.Expect(a.Memory.verified.holds(key, live.ResourceVersion, digestOf(desired(step.value)))).To(BeTrue(),
+			"the version written is known from the protobuf answer")
+	}
+	const protobuf = "application/vnd.kubernetes.protobuf"
+	g.Expect(answers).To(Equal(map[string]string{
+		"POST /api/v1/namespaces/shop/configmaps":         protobuf, // the create
+		"PATCH /api/v1/namespaces/shop/configmaps/orders": protobuf, // the move of the create's fields, and the apply
+	}))
 }
 
 // newApplier starts an API server with the namespace shop and returns a client of it and an Applier in member

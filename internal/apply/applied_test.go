@@ -16,6 +16,7 @@ func TestHeldSinceApplied(t *testing.T) {
 	applied := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 10, 0, time.UTC))
 	before, after := metav1.NewTime(applied.Add(-time.Second)), metav1.NewTime(applied.Add(time.Second))
 	ours := metav1.ManagedFieldsEntry{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: &applied}
+	created := metav1.ManagedFieldsEntry{Manager: v1alpha1.CreateFieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &applied}
 	other := func(manager, subresource string, at *metav1.Time) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, Time: at}
 	}
@@ -31,6 +32,8 @@ func TestHeldSinceApplied(t *testing.T) {
 		"written by someone else since":                 {"2a", []metav1.ManagedFieldsEntry{ours, other("kubectl-edit", "", &after)}, false},
 		"written by someone else in the same second":    {"2a", []metav1.ManagedFieldsEntry{ours, other("kubectl-edit", "", &applied)}, false},
 		"mysqlfleet's own patch since (claim adoption)": {"2a", []metav1.ManagedFieldsEntry{ours, other(v1alpha1.FieldManager, "", &after)}, false},
+		"created as wanted, written by nobody since":    {"2a", []metav1.ManagedFieldsEntry{created}, true},
+		"created, then written by someone else":         {"2a", []metav1.ManagedFieldsEntry{created, other("kubectl-edit", "", &after)}, false},
 		"a write with no time":                          {"2a", []metav1.ManagedFieldsEntry{ours, other("someone", "", nil)}, false},
 		"not applied by mysqlfleet":                     {"2a", []metav1.ManagedFieldsEntry{other("kubectl", "", &before)}, false},
 	} {

@@ -7,26 +7,26 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sync/singleflight"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -45,12 +45,13 @@ const (
 
 // Applier writes the rendered objects into one member with server-side apply, under one field manager. It
 // first reads the object from the member's cache: when its version is one already verified (or written) for the
-// same desired object, it writes nothing. Otherwise it checks that the object is this MySQLCluster's (its UID
-// label): an object someone else owns is a conflict and is not written. When the fields mysqlfleet owns already
-// equal the desired configuration, it writes nothing either. Both checks read the cached object, which keeps
-// mysqlfleet's managedFields entry; only an object the cache lacks (it holds only what mysqlfleet labels) is read
-// from the member's API server. So a converged fleet makes no API requests, and neither does a manager that
-// checks a converged member it has just started to cache.
+// same desired object, it writes nothing. An object the cache lacks is created with a POST, which makes it only
+// where no object has the name. Otherwise it checks that the object is this MySQLCluster's (its UID label): an
+// object someone else owns is a conflict and is not written. When the fields mysqlfleet owns already equal the
+// desired configuration, it writes nothing either. Both checks read the cached object, which keeps mysqlfleet's
+// managedFields entry; only an object a create found taken, or a cached one mysqlfleet did not write, is read
+// from the member's API server. So a convergence sends one request per object, a converged fleet none, and
+// neither does a manager that checks a converged member it has just started to cache.
 type Applier struct {
 	// Client reads from the member's cache (and writes what is not an apply); Reader reads from its API server;
 	// Writer sends the applies.
@@ -113,32 +114,25 @@ func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Res
 	w := a.Writer.cs
 	switch ac := obj.(type) {
 	case *corev1ac.NamespaceApplyConfiguration:
-		return named("Namespace", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Namespace{}, *ac.Name, "", corev1ac.ExtractNamespace,
-			w.CoreV1().Namespaces().Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, "", corev1ac.ExtractNamespace, w.CoreV1().Namespaces())
 	case *corev1ac.SecretApplyConfiguration:
-		return named("Secret", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Secret{}, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret,
-			w.CoreV1().Secrets(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, corev1ac.ExtractSecret, w.CoreV1().Secrets(*ac.Namespace))
 	case *corev1ac.ConfigMapApplyConfiguration:
-		return named("ConfigMap", *ac.Name)(applyTyped(ctx, a, ac, &corev1.ConfigMap{}, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap,
-			w.CoreV1().ConfigMaps(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, corev1ac.ExtractConfigMap, w.CoreV1().ConfigMaps(*ac.Namespace))
 	case *corev1ac.ServiceApplyConfiguration:
-		return named("Service", *ac.Name)(applyTyped(ctx, a, ac, &corev1.Service{}, *ac.Name, *ac.Namespace, corev1ac.ExtractService,
-			w.CoreV1().Services(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, corev1ac.ExtractService, w.CoreV1().Services(*ac.Namespace))
 	case *corev1ac.PersistentVolumeClaimApplyConfiguration:
-		return named("PersistentVolumeClaim", *ac.Name)(applyTyped(ctx, a, ac, &corev1.PersistentVolumeClaim{}, *ac.Name, *ac.Namespace,
-			corev1ac.ExtractPersistentVolumeClaim, w.CoreV1().PersistentVolumeClaims(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, corev1ac.ExtractPersistentVolumeClaim,
+			w.CoreV1().PersistentVolumeClaims(*ac.Namespace))
 	case *appsv1ac.StatefulSetApplyConfiguration:
-		return named("StatefulSet", *ac.Name)(applyTyped(ctx, a, ac, &appsv1.StatefulSet{}, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet,
-			w.AppsV1().StatefulSets(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, appsv1ac.ExtractStatefulSet, w.AppsV1().StatefulSets(*ac.Namespace))
 	case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
-		return named("PodDisruptionBudget", *ac.Name)(applyTyped(ctx, a, ac, &policyv1.PodDisruptionBudget{}, *ac.Name, *ac.Namespace,
-			policyv1ac.ExtractPodDisruptionBudget, w.PolicyV1().PodDisruptionBudgets(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, policyv1ac.ExtractPodDisruptionBudget,
+			w.PolicyV1().PodDisruptionBudgets(*ac.Namespace))
 	case *batchv1ac.CronJobApplyConfiguration:
-		return named("CronJob", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.CronJob{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob,
-			w.BatchV1().CronJobs(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, batchv1ac.ExtractCronJob, w.BatchV1().CronJobs(*ac.Namespace))
 	case *batchv1ac.JobApplyConfiguration:
-		return named("Job", *ac.Name)(applyTyped(ctx, a, ac, &batchv1.Job{}, *ac.Name, *ac.Namespace, batchv1ac.ExtractJob,
-			w.BatchV1().Jobs(*ac.Namespace).Apply))
+		return applyTyped(ctx, a, ac, *ac.Name, *ac.Namespace, batchv1ac.ExtractJob, w.BatchV1().Jobs(*ac.Namespace))
 	}
 	return Result{}, fmt.Errorf("no apply support for %T", obj)
 }
@@ -150,18 +144,19 @@ func (a Applier) Apply(ctx context.Context, obj runtime.ApplyConfiguration) (Res
 const AppliedAnnotation = "mysqlfleet.io/applied"
 
 // heldSinceApplied tells whether the object holds what the digest describes, from its metadata alone: its
-// AppliedAnnotation is the digest, and no field manager but mysqlfleet's apply has written the object itself
-// (status aside) since that apply. Every write records its manager and time in managedFields, and mysqlfleet
-// applies with force, so at its last apply every field it owns held what it applied; a later write by anyone
-// else shows as an entry newer than the apply's. managedFields times have a resolution of a second: an entry
-// of the same second as the apply may be later, and the answer is then no (the caller compares field by field).
+// AppliedAnnotation is the digest, and no field manager but mysqlfleet's own entries (its apply, or the create
+// that made the object) has written the object itself (status aside) since. Every write records its manager and
+// time in managedFields, and mysqlfleet creates only what it wants and applies with force, so at its last create
+// or apply every field it owns held what it wrote; a later write by anyone else shows as an entry newer than
+// that. managedFields times have a resolution of a second: an entry of the same second as mysqlfleet's may be
+// later, and the answer is then no (the caller compares field by field).
 func heldSinceApplied(obj client.Object, digest uint64) bool {
 	if digest == 0 || obj.GetAnnotations()[AppliedAnnotation] != strconv.FormatUint(digest, 16) {
 		return false
 	}
 	var applied *metav1.Time
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+		if ours(f) && f.Time != nil && (applied == nil || applied.Before(f.Time)) {
 			applied = f.Time
 		}
 	}
@@ -169,7 +164,7 @@ func heldSinceApplied(obj client.Object, digest uint64) bool {
 		return false
 	}
 	for _, f := range obj.GetManagedFields() {
-		if f.Subresource != "" || f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+		if f.Subresource != "" || ours(f) {
 			continue
 		}
 		if f.Time == nil || !f.Time.Before(applied) {
@@ -177,6 +172,20 @@ func heldSinceApplied(obj client.Object, digest uint64) bool {
 		}
 	}
 	return true
+}
+
+// ours tells whether a managedFields entry is mysqlfleet's apply or the create that made the object.
+func ours(f metav1.ManagedFieldsEntry) bool {
+	return f.Subresource == "" && (f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply ||
+		f.Manager == v1alpha1.CreateFieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate)
+}
+
+// createdBy tells whether the object carries the entry of mysqlfleet's create, whose fields move to its apply
+// entry before it applies.
+func createdBy(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
+		return ours(f) && f.Manager == v1alpha1.CreateFieldManager
+	})
 }
 
 // setApplied sets the AppliedAnnotation of an apply configuration, or with "" removes it.
@@ -206,43 +215,47 @@ func setApplied(ac any, digest string) {
 	}
 }
 
-// appliedBy tells whether the object carries the field manager's apply entry in managedFields.
-func appliedBy(obj client.Object, manager string) bool {
-	for _, f := range obj.GetManagedFields() {
-		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
-			return true
-		}
-	}
-	return false
+// writtenBy tells whether mysqlfleet created or applied the object (see ours).
+func writtenBy(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), ours)
 }
 
-// named puts the kind and name into an apply's result.
-func named(kind, name string) func(Result, error) (Result, error) {
-	return func(r Result, err error) (Result, error) {
-		r.Kind, r.Name = kind, name
-		return r, err
-	}
+// typedClient is one kind's typed client, as the applier uses it.
+type typedClient[O client.Object, AC runtime.ApplyConfiguration] interface {
+	Create(context.Context, O, metav1.CreateOptions) (O, error)
+	Apply(context.Context, AC, metav1.ApplyOptions) (O, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (O, error)
 }
 
-// writeFunc is a typed client's Apply.
-type writeFunc[O client.Object, AC runtime.ApplyConfiguration] func(context.Context, AC, metav1.ApplyOptions) (O, error)
-
-func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
-	name, namespace string, extract func(O, string) (AC, error), write writeFunc[O, AC]) (Result, error) {
+func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC,
+	name, namespace string, extract func(O, string) (AC, error), c typedClient[O, AC]) (Result, error) {
+	live := newObject[O]()
 	key := objectKey{a.Member, reflect.TypeOf(live).Elem().Name(), namespace, name}
 	digest := digestOf(desired)
+	var r Result
+	var err error
 	if a.DryRun || digest == 0 {
-		return applyOne(ctx, a, desired, live, key, digest, extract, write)
+		r, err = applyOne(ctx, a, desired, live, key, digest, extract, c)
+	} else {
+		var out any
+		out, err, _ = a.Memory.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
+			return applyOne(ctx, a, desired, live, key, digest, extract, c)
+		})
+		r = out.(Result)
 	}
-	out, err, _ := a.Memory.shared.Do(fmt.Sprintf("%s/%s/%s/%s/%x", key.member, key.kind, key.namespace, key.name, digest), func() (any, error) {
-		return applyOne(ctx, a, desired, live, key, digest, extract, write)
-	})
-	return out.(Result), err
+	r.Kind, r.Name = key.kind, name
+	return r, err
 }
 
-// applyOne is applyTyped for one caller: read the object, check whose it is, compare, apply if needed.
+// newObject returns a new empty object of a pointer type such as *corev1.Secret.
+func newObject[O client.Object]() O {
+	var o O
+	return reflect.New(reflect.TypeOf(o).Elem()).Interface().(O)
+}
+
+// applyOne is applyTyped for one caller: read the object, check whose it is, compare, create or apply if needed.
 func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, live O,
-	key objectKey, digest uint64, extract func(O, string) (AC, error), write writeFunc[O, AC]) (Result, error) {
+	key objectKey, digest uint64, extract func(O, string) (AC, error), c typedClient[O, AC]) (Result, error) {
 	nn := client.ObjectKey{Namespace: key.namespace, Name: key.name}
 	err := a.Client.Get(ctx, nn, live)
 	cached := err == nil
@@ -252,27 +265,36 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	case cached && a.Memory.verified.holds(key, live.GetResourceVersion(), digest):
 		return Result{Action: ActionUnchanged}, nil
 	case cached && !a.DryRun && heldSinceApplied(live, digest):
-		// Applied as wanted and written by nobody since: verified without comparing field by field.
+		// Written as wanted and by nobody since: verified without comparing field by field.
 		a.Memory.verified.set(key, live.GetResourceVersion(), digest)
 		return Result{Action: ActionUnchanged}, nil
 	}
 	// The member cache keeps mysqlfleet's own apply entry of managedFields (and only that one), so a cached
 	// object says which of its fields are ours: a version not verified yet (after a restart, or in a member this
 	// manager just took over) is checked without a request. The cache holds only objects labelled as
-	// mysqlfleet's, so an object someone else made with this name is absent from it, and an apply would take it
-	// over: that one, and a cached one without our entry, is read from the API server. An object the cache does
-	// not have is mostly one about to be created: that look is served from the API server's watch cache, which
-	// costs it no etcd read.
+	// mysqlfleet's, so an object someone else made with this name is absent from it. An object the cache lacks
+	// is mostly one about to be created: it is created, which makes it only where no object has the name and so
+	// takes nothing over, with no look first. Where one has the name (AlreadyExists), the create is refused
+	// (Forbidden), or a cached object has no entry of mysqlfleet's, the object is read from the API server and
+	// its owner checked. A dry run creates nothing: it looks, in the API server's watch cache, which costs the
+	// server no etcd read.
 	out := Result{Action: ActionCreate}
-	if !cached || !appliedBy(live, v1alpha1.FieldManager) {
-		var opts []client.GetOption
-		if !cached {
-			opts = append(opts, FromWatchCache)
+	read := false
+	switch {
+	case !cached && !a.DryRun:
+		err = create(ctx, a, desired, key, digest, c)
+		// Forbidden: a member credential confined to some namespaces may patch a Namespace it cannot create.
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+			return out, err
 		}
-		err = a.Reader.Get(ctx, nn, live, opts...)
+		err, read = a.Reader.Get(ctx, nn, live), true
+	case !cached:
+		err = a.Reader.Get(ctx, nn, live, FromWatchCache)
+	case !writtenBy(live):
+		err, read = a.Reader.Get(ctx, nn, live), true
 	}
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err): // gone since the create found it: the apply makes it
 	case err != nil:
 		return Result{}, err
 	default:
@@ -282,6 +304,12 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 				return Result{Action: ActionConflict}, err
 			}
 			out.Adopted = from
+		}
+		if read && out.Adopted == nil && !a.DryRun && (a.Memory.verified.holds(key, live.GetResourceVersion(), digest) ||
+			heldSinceApplied(live, digest)) {
+			// The cache had not caught up with this manager's own create or apply.
+			a.Memory.verified.set(key, live.GetResourceVersion(), digest)
+			return Result{Action: ActionUnchanged}, nil
 		}
 		owned, err := extract(live, v1alpha1.FieldManager)
 		if err != nil {
@@ -298,13 +326,18 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 		if out.Adopted != nil {
 			out.Action = ActionAdopt
 		}
+		if !a.DryRun && createdBy(live) {
+			if err := moveCreatedFields(ctx, a, live, read, key, c); err != nil {
+				return Result{}, err
+			}
+		}
 	}
 	if a.DryRun {
 		return out, nil
 	}
 	setApplied(desired, strconv.FormatUint(digest, 16))
 	a.Memory.echoes.begin(key)
-	applied, err := write(ctx, desired, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
+	applied, err := c.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
 	written := ""
 	if err == nil {
 		written = applied.GetResourceVersion()
@@ -313,4 +346,60 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 	// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
 	a.Memory.verified.set(key, written, digest)
 	return out, err
+}
+
+// create makes the object with a POST, as CreateFieldManager, carrying the digest of what it wanted: no GET
+// first, and no object of another owner taken over (the answer is AlreadyExists). The body is the desired apply
+// configuration as the typed object, sent in protobuf like the answer.
+func create[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, desired AC, key objectKey,
+	digest uint64, c typedClient[O, AC]) error {
+	setApplied(desired, strconv.FormatUint(digest, 16))
+	data, err := json.Marshal(desired)
+	setApplied(desired, "") // what is wanted, for the comparison when the name is taken
+	obj := newObject[O]()
+	if err == nil {
+		err = json.Unmarshal(data, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding %s %s for its create: %w", key.kind, key.name, err)
+	}
+	a.Memory.echoes.begin(key)
+	created, err := c.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.CreateFieldManager})
+	written := ""
+	if err == nil {
+		written = created.GetResourceVersion()
+	}
+	a.Memory.echoes.end(key, written)
+	a.Memory.verified.set(key, written, digest)
+	return err
+}
+
+// moveCreatedFields moves the fields of mysqlfleet's create entry into its apply entry before the first apply
+// to an object it created, so that the apply owns them and a field mysqlfleet no longer wants is removed, as if
+// the object had been applied from the start. It is one JSON patch of managedFields, with the object's
+// resourceVersion as precondition. The patch replaces the whole list, so it is computed from the object as
+// the API server has it (the cache keeps only mysqlfleet's apply entry whole): live is read again unless it was
+// just read from there.
+func moveCreatedFields[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context, a Applier, live O, read bool,
+	key objectKey, c typedClient[O, AC]) error {
+	if !read {
+		if err := a.Reader.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+			return err
+		}
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(v1alpha1.CreateFieldManager), v1alpha1.FieldManager)
+	if err != nil || patch == nil {
+		return err
+	}
+	a.Memory.echoes.begin(key)
+	moved, err := c.Patch(ctx, key.name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+	written := ""
+	if err == nil {
+		written = moved.GetResourceVersion()
+	}
+	a.Memory.echoes.end(key, written)
+	if err != nil {
+		return fmt.Errorf("moving the fields of %s %s's create into mysqlfleet's apply: %w", key.kind, key.name, err)
+	}
+	return nil
 }

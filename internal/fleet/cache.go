@@ -12,9 +12,9 @@ import (
 // lastAppliedAnnotation is where kubectl's client-side apply keeps a second copy of an object.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// memberCacheOptions shape a member's cache: only objects mysqlfleet manages, only in the namespaces the member
+// MemberCacheOptions shape a member's cache: only objects mysqlfleet manages, only in the namespaces the member
 // allows (all when none are named), and trimmed of what the manager never reads.
-func memberCacheOptions(namespaces []string) cache.Options {
+func MemberCacheOptions(namespaces []string) cache.Options {
 	o := cache.Options{
 		// Only objects mysqlfleet manages are cached, so memory does not grow with what else runs in members.
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}),
@@ -42,7 +42,7 @@ func trimForCache(in any) (any, error) {
 		return in, nil // not an object (a tombstone): nothing to trim
 	}
 	// The other entries keep who wrote and when, not which fields: the applier's check of an object it has not
-	// verified yet asks whether anyone wrote it after mysqlfleet's last apply.
+	// verified yet asks whether anyone wrote it after mysqlfleet's create or last apply.
 	if fields := obj.GetManagedFields(); fields != nil {
 		trimmed := false
 		for i := range fields {

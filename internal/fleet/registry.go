@@ -174,7 +174,7 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 	cl, err := p.newCluster(clusterCfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.Logger = log
-		o.Cache = memberCacheOptions(namespaces)
+		o.Cache = MemberCacheOptions(namespaces)
 	})
 	if err != nil {
 		return fmt.Errorf("building client for member %s: %w", name, err)
