@@ -377,7 +377,10 @@ func (b *bench) finish(ctx context.Context, before probe, g *group, members []st
 			for k, v := range by {
 				r.MemberWritesBy[k] += v
 			}
-			applySum, applyCount = applySum+reqs["@sum APPLY"], applyCount+reqs["@count APPLY"]
+			// An object is made or changed by an apply, or (mysqlfleet, for what its cache lacks) by a create.
+			for _, verb := range []string{"APPLY", "POST"} {
+				applySum, applyCount = applySum+reqs["@sum "+verb], applyCount+reqs["@count "+verb]
+			}
 		}
 		for verb, v := range reqs.verbs() {
 			target[verb] += v

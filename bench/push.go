@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -138,8 +139,13 @@ func pushGo(ctx context.Context, g *group, members []*testfleet.Cluster, workers
 			return start, end, err
 		}
 	}
+	// A failed apply is tried again a few times (10 ms to 1.25 s apart), as any controller would: a loaded
+	// member's etcd times a request out now and then, and the floor must not wait out the run's -timeout for an
+	// object it gave up on (mysqlfleet's manager retries too).
 	apply := func(cl client.Client, u *unstructured.Unstructured) error {
-		return cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("bench"), client.ForceOwnership)
+		return retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error {
+			return cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("bench"), client.ForceOwnership)
+		})
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(members))

@@ -92,7 +92,8 @@ type Run struct {
 	// HubCPUSeconds is the hub's share of FleetCPUSeconds.
 	HubCPUSeconds float64            `json:"hubCPUSeconds"`
 	Manager       map[string]float64 `json:"managerCounters,omitempty"`
-	// MemberApplyMillis is the mean time member API servers took to serve an apply (server side).
+	// MemberApplyMillis is the mean time member API servers took to serve a write that makes or applies an object
+	// (verbs APPLY and POST; server side).
 	MemberApplyMillis float64 `json:"memberApplyMeanMillis"`
 	// Engine figures (mysqlfleet runs): mean reconcile and queue wait of the MySQLCluster controller, and how
 	// busy its workers were: reconcile time over workers x the time from the run's start until its figures
@@ -284,9 +285,10 @@ const legend = `How to read this:
                 from run to run (the members slow down as they fill); SPREAD gives min / median / max of each
                 ratio, targets are judged on the median with the worst run beside it, and the member-down runs
                 are compared with the median mysqlfleet total.
-  mean apply    the time member API servers took to serve an apply, on average (apiserver_request_duration_seconds,
-                verb APPLY); mysqlfleet/(b) above 1 means the manager kept more in the members' queues than the
-                floor's 8 workers per member do.
+  mean apply    the time member API servers took to serve a write that makes or applies an object, on average
+                (apiserver_request_duration_seconds, verbs APPLY and POST: mysqlfleet creates with a POST what its
+                cache lacks, and each ClusterIP Service's IPAddress is a POST in every method); mysqlfleet/(b)
+                above 1 means the manager kept more in the members' queues than the floor's 8 workers per member do.
   apply errors  the manager's member applies that failed, by cause (deadline: the request's own --member-timeout
                 passed; canceled: given up, as when its member was found unreachable; conflict, invalid,
                 forbidden, throttled, unreachable, other). Each is a pass to be redone; a healthy run has none, and
