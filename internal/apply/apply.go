@@ -336,13 +336,9 @@ func applyOne[O client.Object, AC runtime.ApplyConfiguration](ctx context.Contex
 		return out, nil
 	}
 	setApplied(desired, strconv.FormatUint(digest, 16))
-	a.Memory.echoes.begin(key)
-	applied, err := c.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
-	written := ""
-	if err == nil {
-		written = applied.GetResourceVersion()
-	}
-	a.Memory.echoes.end(key, written)
+	written, err := echoed(a, key, func() (O, error) {
+		return c.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
+	})
 	// What this apply wrote is what was wanted: the next pass needs no Extract while it stays.
 	a.Memory.verified.set(key, written, digest)
 	return out, err
@@ -363,13 +359,9 @@ func create[O client.Object, AC runtime.ApplyConfiguration](ctx context.Context,
 	if err != nil {
 		return fmt.Errorf("encoding %s %s for its create: %w", key.kind, key.name, err)
 	}
-	a.Memory.echoes.begin(key)
-	created, err := c.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.CreateFieldManager})
-	written := ""
-	if err == nil {
-		written = created.GetResourceVersion()
-	}
-	a.Memory.echoes.end(key, written)
+	written, err := echoed(a, key, func() (O, error) {
+		return c.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.CreateFieldManager})
+	})
 	a.Memory.verified.set(key, written, digest)
 	return err
 }
@@ -391,15 +383,23 @@ func moveCreatedFields[O client.Object, AC runtime.ApplyConfiguration](ctx conte
 	if err != nil || patch == nil {
 		return err
 	}
-	a.Memory.echoes.begin(key)
-	moved, err := c.Patch(ctx, key.name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
-	written := ""
-	if err == nil {
-		written = moved.GetResourceVersion()
-	}
-	a.Memory.echoes.end(key, written)
-	if err != nil {
+	if _, err := echoed(a, key, func() (O, error) {
+		return c.Patch(ctx, key.name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+	}); err != nil {
 		return fmt.Errorf("moving the fields of %s %s's create into mysqlfleet's apply: %w", key.kind, key.name, err)
 	}
 	return nil
+}
+
+// echoed makes one write of the object with its watch event kept from being taken for a change (see echoes),
+// and returns the version it wrote ("" when it failed).
+func echoed[O client.Object](a Applier, key objectKey, write func() (O, error)) (string, error) {
+	a.Memory.echoes.begin(key)
+	obj, err := write()
+	written := ""
+	if err == nil {
+		written = obj.GetResourceVersion()
+	}
+	a.Memory.echoes.end(key, written)
+	return written, err
 }

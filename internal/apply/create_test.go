@@ -63,13 +63,18 @@ func TestCreateWithoutLookThenApplyPrunes(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	w, err := NewWriter(cfg, hc)
 	g.Expect(err).NotTo(HaveOccurred())
+	// cachedClient starts a cache with the options and returns a client that reads from it.
+	cachedClient := func(opts cache.Options) client.Client {
+		c, err := cache.New(cfg, opts)
+		g.Expect(err).NotTo(HaveOccurred())
+		go func() { _ = c.Start(ctx) }()
+		g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+		cl, err := client.New(cfg, client.Options{Cache: &client.CacheOptions{Reader: c}})
+		g.Expect(err).NotTo(HaveOccurred())
+		return cl
+	}
 	// The member cache as the manager builds it: only what mysqlfleet labels, other managers' fields trimmed.
-	memberCache, err := cache.New(cfg, fleet.MemberCacheOptions(nil))
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = memberCache.Start(ctx) }()
-	g.Expect(memberCache.WaitForCacheSync(ctx)).To(BeTrue())
-	cached, err := client.New(cfg, client.Options{Cache: &client.CacheOptions{Reader: memberCache}})
-	g.Expect(err).NotTo(HaveOccurred())
+	cached := cachedClient(fleet.MemberCacheOptions(nil))
 	a := Applier{Client: cached, Reader: reader, Writer: w, Member: "aws", UID: "me", Memory: &Memory{}}
 
 	labels := map[string]string{v1alpha1.ClusterUIDLabel: "me", v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
@@ -100,7 +105,7 @@ func TestCreateWithoutLookThenApplyPrunes(t *testing.T) {
 
 	// A manager that starts afresh (no memory) verifies the created object from its cache alone.
 	g.Eventually(func() error {
-		return memberCache.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &corev1.ConfigMap{})
+		return cached.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, &corev1.ConfigMap{})
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	a.Memory = &Memory{}
 	res, err = a.Apply(ctx, desired(both))
@@ -124,13 +129,9 @@ func TestCreateWithoutLookThenApplyPrunes(t *testing.T) {
 	// annotated it since.
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"team":"payments"}}}`))
 	g.Expect(direct.Patch(ctx, applied, patch, client.FieldOwner("kubectl-annotate"))).To(Succeed())
-	blindCache, err := cache.New(cfg, cache.Options{DefaultLabelSelector: k8slabels.SelectorFromSet(k8slabels.Set{"never": "true"})})
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = blindCache.Start(ctx) }()
-	g.Expect(blindCache.WaitForCacheSync(ctx)).To(BeTrue())
-	blind, err := client.New(cfg, client.Options{Cache: &client.CacheOptions{Reader: blindCache}})
-	g.Expect(err).NotTo(HaveOccurred())
-	behind := Applier{Client: blind, Reader: reader, Writer: w, Member: "aws", UID: "me", Memory: &Memory{}}
+	behind := a
+	behind.Client = cachedClient(cache.Options{DefaultLabelSelector: k8slabels.SelectorFromSet(k8slabels.Set{"never": "true"})})
+	behind.Memory = &Memory{}
 	taken()
 	res, err = behind.Apply(ctx, desired(map[string]string{"a": "1"}))
 	g.Expect(err).NotTo(HaveOccurred())
