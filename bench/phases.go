@@ -371,6 +371,7 @@ func (b *bench) finish(ctx context.Context, before probe, g *group, members []st
 		if isHub {
 			r.HubWrites += w
 			target = r.HubRequests
+			r.HubWritesBy = by
 		} else {
 			r.MemberWrites += w
 			r.MemberWritesIn[name] = w

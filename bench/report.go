@@ -85,6 +85,8 @@ type Run struct {
 	MemberWritesBy map[string]float64 `json:"memberWritesByResource"`
 	MemberWritesIn map[string]float64 `json:"memberWritesByMember"`
 	HubRequests    map[string]float64 `json:"hubRequestsByVerb,omitempty"`
+	// HubWritesBy counts the hub's writes by resource and verb: where sharded replicas write more than one.
+	HubWritesBy map[string]float64 `json:"hubWritesByResource,omitempty"`
 	// ManagerCPUSeconds and FleetCPUSeconds are the CPU the manager process and all etcd and kube-apiserver
 	// processes used during the run.
 	ManagerCPUSeconds float64 `json:"managerCPUSeconds"`

@@ -178,6 +178,8 @@ func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error)
 		return out, err
 	}
 	b.logf("%s: %d MySQLClusters onto %d members", name, o.clusters, n)
+	// Where the hub's CPU goes: sharded replicas write more status to it (rows, summaries) than one replica.
+	b.profileHub(ctx, name)
 	out.Convergence = b.mysqlfleetRun(ctx, name, h, b.members)
 	out.RatioFloor = ratio(out.Convergence.TotalSeconds, out.Floor.TotalSeconds)
 	b.logf("%s: mysqlfleet %.2fs (%.2fx the floor), %d missing, %.0f reconciles", name, out.Convergence.TotalSeconds,

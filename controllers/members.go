@@ -116,12 +116,17 @@ func addPasswords(secret *corev1.Secret) bool {
 }
 
 // reconcileMembers renders, applies and reads back every placed member at once. Each member gets its own
-// deadline; its failure becomes its status, never another member's delay.
+// deadline; its failure becomes its status, never another member's delay. A pass scoped to some members (s.only)
+// keeps the rows of the others that report this generation applied: nothing asked to look there again.
 func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope) {
 	s.members = make([]v1alpha1.MemberStatus, len(s.placed))
 	specErrs := make([]error, len(s.placed))
 	var wg sync.WaitGroup
 	for i, m := range s.placed {
+		if prev := findRow(s.before, m.Name); s.only != nil && !s.only[m.Name] && rowApplied(prev, s.cluster.Generation) {
+			s.members[i] = *prev.DeepCopy()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -139,6 +144,15 @@ func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope)
 			s.retry = true
 		}
 	}
+}
+
+// rowApplied tells whether a member's row reports generation gen applied there.
+func rowApplied(row *v1alpha1.MemberStatus, gen int64) bool {
+	if row == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(row.Conditions, v1alpha1.MemberConditionApplied)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
 // memberContext ends the work in one member as soon as the registry finds the member unreachable, instead of

@@ -259,7 +259,7 @@ func (r *MySQLClusterReconciler) requeuePlaced(ctx context.Context, changed map[
 	}
 	for i := range list.Items {
 		if c := &list.Items[i]; placedOnAny(c, facts, changed) {
-			if key := client.ObjectKeyFromObject(c); r.pace.memberChanged(key, add) {
+			if key := client.ObjectKeyFromObject(c); r.pace.memberChanged(key, changed, add) {
 				add(key)
 			}
 		}
@@ -313,14 +313,14 @@ func intentChanged() predicate.Predicate {
 // initial list's creates would only pass the same MySQLClusters again, one more time for each object of theirs
 // that arrives after their pass began.
 func (r *MySQLClusterReconciler) memberEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	member := string(name)
 	enqueue := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []mcreconcile.Request {
 		reqs := toHubObject(ctx, obj)
 		for _, req := range reqs {
-			r.pace.intent(req.NamespacedName) // drift is repaired at once, not after the placement passes
+			r.pace.drift(req.NamespacedName, member) // repaired at once, not after the placement passes
 		}
 		return reqs
 	})
-	member := string(name)
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 			if e.IsInInitialList {
@@ -370,14 +370,25 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
 	settled := c.DeletionTimestamp.IsZero() && c.Status.ObservedGeneration == c.Generation
-	run, end := r.pace.begin(req.NamespacedName, settled)
+	run, only, end := r.pace.begin(req.NamespacedName, settled)
 	if !run {
 		log.V(4).Info("A member changed; passing again once the placement passes in flight have ended")
 		return ctrl.Result{}, nil
 	}
 	defer end()
+	res, err := r.pass(ctx, c, only)
+	if err != nil || res.RequeueAfter > 0 {
+		r.pace.retry(req.NamespacedName)
+	}
+	return res, err
+}
+
+// pass is one pass over a MySQLCluster, in the members of only if it is not nil (pace.go: only member changes
+// asked for it) and in every placed member otherwise.
+func (r *MySQLClusterReconciler) pass(ctx context.Context, c *v1alpha1.MySQLCluster, only map[string]bool) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
 	if r.Sharded {
-		return r.reconcileShare(ctx, c)
+		return r.reconcileShare(ctx, c, only)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
@@ -388,7 +399,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 		}
 	}
 
-	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	s := &scope{cluster: c, before: c.Status.DeepCopy(), only: only}
 	r.resolvePlacement(s)
 	r.resolveRestore(ctx, s)
 	if err := r.reconcileCredentials(ctx, s); err != nil {

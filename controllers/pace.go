@@ -26,8 +26,13 @@ type pace struct {
 	// parked holds the member-change passes waiting outside the queue, with when each began to wait.
 	parked map[types.NamespacedName]time.Time
 	// wanted holds the MySQLClusters queued for another reason (a new spec, a deletion, a change in a member)
-	// whose pass has not begun: a member change adds nothing to that pass, and must not hold it back.
+	// whose pass has not begun: a member change adds nothing to that pass but its member, and must not hold it
+	// back.
 	wanted map[types.NamespacedName]bool
+	// scope holds the members that asked for a MySQLCluster's next pass, whole those whose next pass must look
+	// at every member.
+	scope map[types.NamespacedName]map[string]bool
+	whole map[types.NamespacedName]bool
 	// queue adds a released pass back to the queue, at low priority.
 	queue func(types.NamespacedName)
 	// maxWait bounds the wait; timer fires when the oldest parked pass reaches it.
@@ -51,25 +56,30 @@ const memberChangeMaxWait = 2 * time.Minute
 func newPace() *pace {
 	return &pace{
 		changed: map[types.NamespacedName]changeState{}, parked: map[types.NamespacedName]time.Time{},
-		wanted:  map[types.NamespacedName]bool{},
+		wanted: map[types.NamespacedName]bool{}, scope: map[types.NamespacedName]map[string]bool{},
+		whole:   map[types.NamespacedName]bool{},
 		maxWait: memberChangeMaxWait, now: time.Now, afterFunc: time.AfterFunc,
 	}
 }
 
 // A nil pace makes no pass wait.
 
-// memberChanged is called for each MySQLCluster a member change requeues, with the function that adds it to
-// the queue. It reports whether to add it now: not when a pass for another reason is queued already (that pass
-// does the member change's work), nor while placement passes are in flight (it is parked until they end), nor
-// when it is parked already.
-func (p *pace) memberChanged(key types.NamespacedName, queue func(types.NamespacedName)) bool {
+// memberChanged is called for each MySQLCluster a member change requeues, with the members that changed and the
+// function that adds it to the queue. It reports whether to add it now: not when a pass for another reason is
+// queued already (that pass does the member change's work), nor while placement passes are in flight (it is
+// parked until they end), nor when it is parked already.
+func (p *pace) memberChanged(key types.NamespacedName, members map[string]bool, queue func(types.NamespacedName)) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = queue
-	if _, ok := p.parked[key]; ok || p.wanted[key] {
+	p.look(key, members)
+	if p.wanted[key] {
+		return false
+	}
+	if _, ok := p.parked[key]; ok {
 		return false
 	}
 	if p.placing > 0 {
@@ -82,7 +92,8 @@ func (p *pace) memberChanged(key types.NamespacedName, queue func(types.Namespac
 	return true
 }
 
-// intent records that something other than a member change queued a pass of key: that pass must not wait.
+// intent records that the MySQLCluster itself queued a pass of key (a new spec, a deletion): that pass must not
+// wait, and looks at every member.
 func (p *pace) intent(key types.NamespacedName) {
 	if p == nil {
 		return
@@ -91,6 +102,40 @@ func (p *pace) intent(key types.NamespacedName) {
 	defer p.mu.Unlock()
 	p.unpark(key)
 	p.wanted[key] = true
+	p.whole[key] = true
+}
+
+// drift records that an event of an object in member queued a pass of key: that pass must not wait, and looks
+// at member (and any other member that asked for it).
+func (p *pace) drift(key types.NamespacedName, member string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unpark(key)
+	p.wanted[key] = true
+	p.look(key, map[string]bool{member: true})
+}
+
+// retry records that the pass of key that just ended asked to be retried: the next pass looks at every member.
+func (p *pace) retry(key types.NamespacedName) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.whole[key] = true
+}
+
+// look adds members to those key's next pass looks at. Called with p.mu held.
+func (p *pace) look(key types.NamespacedName, members map[string]bool) {
+	if p.scope[key] == nil {
+		p.scope[key] = map[string]bool{}
+	}
+	for m := range members {
+		p.scope[key][m] = true
+	}
 }
 
 // forget drops what is known of key: its MySQLCluster is gone.
@@ -102,6 +147,8 @@ func (p *pace) forget(key types.NamespacedName) {
 	defer p.mu.Unlock()
 	p.unpark(key)
 	delete(p.wanted, key)
+	delete(p.scope, key)
+	delete(p.whole, key)
 }
 
 // unpark drops key's member-change state: a pass for another reason, or none, replaces it. Called with p.mu
@@ -114,10 +161,11 @@ func (p *pace) unpark(key types.NamespacedName) {
 
 // begin is called when a pass of key starts. settled says that the MySQLCluster's spec has been acted on
 // (status.observedGeneration is its generation) and it is not being deleted: only then may a member-change pass
-// wait. It reports whether the pass runs now; if it does, end must be called when it is over.
-func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, end func()) {
+// wait, or look at its changed members only. It reports whether the pass runs now; if it does, only is the set of
+// members it needs to look at (nil for every member), and end must be called when it is over.
+func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, only map[string]bool, end func()) {
 	if p == nil {
-		return true, func() {}
+		return true, nil, func() {}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -126,19 +174,34 @@ func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, end func
 	delete(p.wanted, key)
 	if _, ok := p.parked[key]; ok && st == 0 && !wanted && settled {
 		// Queued again while parked, by a retry an earlier pass asked for: it still waits for its release.
-		return false, nil
+		return false, nil, nil
 	}
 	if st == 0 || wanted || !settled {
 		delete(p.parked, key)
 		p.setWaiting()
 		p.placing++
-		return true, p.endPlacing
+		if only = p.take(key); !settled {
+			only = nil
+		}
+		return true, only, p.endPlacing
 	}
 	if st == mayWait && p.placing > 0 {
 		p.park(key)
-		return false, nil
+		return false, nil, nil
 	}
-	return true, func() {}
+	return true, p.take(key), func() {}
+}
+
+// take hands over the members that changed for key's pass, nil if it must look at every member, and forgets
+// both. Called with p.mu held.
+func (p *pace) take(key types.NamespacedName) map[string]bool {
+	only, whole := p.scope[key], p.whole[key]
+	delete(p.scope, key)
+	delete(p.whole, key)
+	if whole {
+		return nil
+	}
+	return only
 }
 
 // endPlacing ends a placement pass; the last one releases every parked pass.

@@ -2,11 +2,13 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -70,4 +72,52 @@ func passesWaiting(g Gomega) float64 {
 		return m.GetGauge().GetValue()
 	}
 	return -1
+}
+
+// A pass that only a member change asked for looks at that member only: when azure goes away and comes back, the
+// MySQLCluster's row for azure follows it, while aws, where nothing changed, is not passed again: its row, marked
+// by hand before (a region no pass writes), is kept as it was. A change of the spec passes every member, and the
+// pass over aws writes its row afresh. Without the scope, azure's changes would pass aws too and drop the mark.
+func TestMemberChangePassesLookOnlyThere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, azure, mark = "scoped", "azure-westeurope", "marked-by-the-test"
+	c := newCluster(ns, "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws, azure} })
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	eventuallyConverged(g, key)
+	awsRegion := func() string {
+		if ms := memberStatus(get(g, key), aws); ms != nil {
+			return ms.Region
+		}
+		return ""
+	}
+	// Mark aws's row once nothing passes it any more (its Pods are up): a pass there would write it back.
+	g.Eventually(func(g Gomega) {
+		got := get(g, key)
+		i := slices.IndexFunc(got.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == aws })
+		g.Expect(i).To(BeNumerically(">=", 0))
+		patch := fmt.Sprintf(`[{"op":"test","path":"/status/members/%d/name","value":%q},{"op":"replace","path":"/status/members/%d/region","value":%q}]`,
+			i, aws, i, mark)
+		g.Expect(hub.Status().Patch(ctx, got, client.RawPatch(apitypes.JSONPatchType, []byte(patch)))).To(Succeed())
+		g.Consistently(awsRegion, 3*time.Second, 250*time.Millisecond).Should(Equal(mark))
+	}, time.Minute).Should(Succeed())
+
+	restart := stopMember(t, fleet.Member(azure))
+	g.Eventually(func() v1alpha1.Phase {
+		if ms := memberStatus(get(g, key), azure); ms != nil {
+			return ms.Phase
+		}
+		return ""
+	}, time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable))
+	g.Expect(awsRegion()).To(Equal(mark), "aws not passed when azure went")
+	restart()
+	eventuallyConverged(g, key)
+	g.Expect(awsRegion()).To(Equal(mark), "aws not passed when azure came back")
+
+	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
+	g.Eventually(awsRegion, time.Minute, 250*time.Millisecond).Should(Equal("eu-west-1"), "a new spec passes every member")
+	eventuallyConverged(g, key)
+	g.Expect(hub.Delete(ctx, c)).To(Succeed())
+	eventuallyGone(g, key)
 }

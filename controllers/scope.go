@@ -14,6 +14,9 @@ type scope struct {
 	cluster *v1alpha1.MySQLCluster
 	// before is the status as read, to write only when something changed.
 	before *v1alpha1.MySQLClusterStatus
+	// only, if not nil, are the members this pass needs to look at: the others' rows are kept if they report this
+	// generation applied (reconcileMembers).
+	only map[string]bool
 	// placed are the members the placement resolved to, engaged or not.
 	placed []fleet.State
 	// chosen are the names of every member the placement resolved to. A sharded pass narrows placed to the members

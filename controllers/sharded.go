@@ -80,12 +80,13 @@ type unelected struct{ mcmanager.Runnable }
 
 func (unelected) NeedLeaderElection() bool { return false }
 
-// reconcileShare is one replica's pass over a MySQLCluster, sharded: the members it holds, their rows.
-func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
+// reconcileShare is one replica's pass over a MySQLCluster, sharded: the members it holds (those of only, if not
+// nil), their rows.
+func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1.MySQLCluster, only map[string]bool) (ctrl.Result, error) {
 	if !c.DeletionTimestamp.IsZero() {
 		return r.deleteShare(ctx, c)
 	}
-	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	s := &scope{cluster: c, before: c.Status.DeepCopy(), only: only}
 	r.resolvePlacement(s)
 	placed := s.placed
 	s.placed = nil
