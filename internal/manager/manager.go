@@ -30,6 +30,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/controllers"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
+	"github.com/mysqlfleet/mysqlfleet/internal/hubclient"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 )
 
@@ -166,7 +167,8 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		return nil, err
 	}
 	local := mgr.GetLocalManager()
-	r.Hub, r.HubReader = local.GetClient(), local.GetAPIReader()
+	// The Leases (leader election's, the shard's) have clients of their own, outside this bound.
+	r.Hub, r.HubReader = hubclient.Bounded(local.GetClient(), hubclient.DefaultMaxWrites), local.GetAPIReader()
 	r.Fleet = provider
 	r.Recorder = local.GetEventRecorder("mysqlfleet")
 	if sh != nil {
