@@ -1,13 +1,14 @@
-// Package hubclient bounds the writes a manager replica has in flight to the hub's API server.
+// Package hubclient bounds the status writes a manager replica has in flight to the hub's API server.
 //
 // A burst of new MySQLClusters makes every pass end in a status write, and a sharded fleet writes each
-// MySQLCluster's status several times (every replica its rows, the leader the rest). Without a bound, three
-// replicas of 32 workers put up to a hundred writes of a large object in front of a hub that, on the benchmark's
-// machine, spends 30 to 50 ms of CPU on each: every other request of the replicas then waits behind them, the
-// renewals of their Leases included, and a leader that cannot renew within its renew deadline stops (seen at 20
-// and 30 members, 2026-11-26 and 2026-11-27). The hub's throughput is what it is, so the bound costs no
-// throughput; what it changes is how long a request that is not one of these writes waits. Reads (from the cache)
-// and the Leases' own clients are not bounded.
+// MySQLCluster's status several times (every replica its rows, the leader the rest). Unbounded, three replicas of
+// 32 workers put up to a hundred writes of a large status in front of a hub that, on the benchmark's machine,
+// spends 30 to 50 ms of CPU on each: every other request of the replicas then waits behind them, the renewals of
+// their Leases included, and a leader that cannot renew within its renew deadline stops (seen at 20 members on
+// 2026-11-27, and at 30 on 2026-11-26). The hub's throughput is what it is, so the bound costs no throughput;
+// what it changes is how long the other requests wait. Only status writes are bounded: the finalizers and the
+// credentials Secret are what a new MySQLCluster's first writes into members wait for, and must not queue behind
+// reports. Reads come from the cache, and the Leases have clients of their own.
 package hubclient
 
 import (
@@ -17,14 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// DefaultMaxWrites is how many writes a replica has in flight to the hub by default.
-const DefaultMaxWrites = 8
+// DefaultMaxStatusWrites is how many status writes a replica has in flight to the hub by default.
+const DefaultMaxStatusWrites = 8
 
-// Bounded wraps c so that at most n of its writes (including those of its status and other subresources) are in
-// flight at once; the others wait for a slot, or for their context to end. n < 1 means DefaultMaxWrites.
-func Bounded(c client.Client, n int) client.Client {
+// StatusBounded wraps c so that at most n writes of its status subresource are in flight at once; the others
+// wait for a slot, or for their context to end. n < 1 means DefaultMaxStatusWrites.
+func StatusBounded(c client.Client, n int) client.Client {
 	if n < 1 {
-		n = DefaultMaxWrites
+		n = DefaultMaxStatusWrites
 	}
 	return &bounded{Client: c, slots: make(chan struct{}, n)}
 }
@@ -45,53 +46,33 @@ func (b *bounded) do(ctx context.Context, write func() error) error {
 	return write()
 }
 
-func (b *bounded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return b.do(ctx, func() error { return b.Client.Create(ctx, obj, opts...) })
-}
-
-func (b *bounded) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	return b.do(ctx, func() error { return b.Client.Delete(ctx, obj, opts...) })
-}
-
-func (b *bounded) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return b.do(ctx, func() error { return b.Client.Update(ctx, obj, opts...) })
-}
-
-func (b *bounded) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return b.do(ctx, func() error { return b.Client.Patch(ctx, obj, patch, opts...) })
-}
-
-func (b *bounded) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	return b.do(ctx, func() error { return b.Client.Apply(ctx, obj, opts...) })
-}
-
-func (b *bounded) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	return b.do(ctx, func() error { return b.Client.DeleteAllOf(ctx, obj, opts...) })
-}
-
 func (b *bounded) Status() client.SubResourceWriter { return b.SubResource("status") }
 
 func (b *bounded) SubResource(name string) client.SubResourceClient {
-	return &boundedSub{SubResourceClient: b.Client.SubResource(name), b: b}
+	sub := b.Client.SubResource(name)
+	if name != "status" {
+		return sub
+	}
+	return &boundedStatus{SubResourceClient: sub, b: b}
 }
 
-type boundedSub struct {
+type boundedStatus struct {
 	client.SubResourceClient
 	b *bounded
 }
 
-func (s *boundedSub) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+func (s *boundedStatus) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	return s.b.do(ctx, func() error { return s.SubResourceClient.Create(ctx, obj, sub, opts...) })
 }
 
-func (s *boundedSub) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+func (s *boundedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	return s.b.do(ctx, func() error { return s.SubResourceClient.Update(ctx, obj, opts...) })
 }
 
-func (s *boundedSub) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s *boundedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	return s.b.do(ctx, func() error { return s.SubResourceClient.Patch(ctx, obj, patch, opts...) })
 }
 
-func (s *boundedSub) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+func (s *boundedStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	return s.b.do(ctx, func() error { return s.SubResourceClient.Apply(ctx, obj, opts...) })
 }

@@ -168,7 +168,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	}
 	local := mgr.GetLocalManager()
 	// The Leases (leader election's, the shard's) have clients of their own, outside this bound.
-	r.Hub, r.HubReader = hubclient.Bounded(local.GetClient(), hubclient.DefaultMaxWrites), local.GetAPIReader()
+	r.Hub, r.HubReader = hubclient.StatusBounded(local.GetClient(), hubclient.DefaultMaxStatusWrites), local.GetAPIReader()
 	r.Fleet = provider
 	r.Recorder = local.GetEventRecorder("mysqlfleet")
 	if sh != nil {
