@@ -94,20 +94,16 @@ func (p *pace) memberChanged(key types.NamespacedName, members map[string]bool, 
 
 // intent records that the MySQLCluster itself queued a pass of key (a new spec, a deletion): that pass must not
 // wait, and looks at every member.
-func (p *pace) intent(key types.NamespacedName) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.unpark(key)
-	p.wanted[key] = true
-	p.whole[key] = true
-}
+func (p *pace) intent(key types.NamespacedName) { p.ask(key, nil) }
 
 // drift records that an event of an object in member queued a pass of key: that pass must not wait, and looks
 // at member (and any other member that asked for it).
 func (p *pace) drift(key types.NamespacedName, member string) {
+	p.ask(key, map[string]bool{member: true})
+}
+
+// ask records a pass of key that must not wait, and that looks at members, or at every member if members is nil.
+func (p *pace) ask(key types.NamespacedName, members map[string]bool) {
 	if p == nil {
 		return
 	}
@@ -115,7 +111,11 @@ func (p *pace) drift(key types.NamespacedName, member string) {
 	defer p.mu.Unlock()
 	p.unpark(key)
 	p.wanted[key] = true
-	p.look(key, map[string]bool{member: true})
+	if members == nil {
+		p.whole[key] = true
+	} else {
+		p.look(key, members)
+	}
 }
 
 // retry records that the pass of key that just ended asked to be retried: the next pass looks at every member.
