@@ -353,6 +353,12 @@ func (b *bench) finish(ctx context.Context, before probe, g *group, members []st
 		}
 	}
 	r.Objects = len(distinct)
+	r.MemberDoneSeconds = map[string]float64{}
+	for _, m := range members {
+		if t, ok := b.obs.last(g.keysIn(m)); ok {
+			r.MemberDoneSeconds[m] = seconds(t.Sub(start))
+		}
+	}
 	if !last.IsZero() {
 		r.TotalSeconds = seconds(last.Sub(start))
 	}

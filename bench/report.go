@@ -84,7 +84,10 @@ type Run struct {
 	// member.
 	MemberWritesBy map[string]float64 `json:"memberWritesByResource"`
 	MemberWritesIn map[string]float64 `json:"memberWritesByMember"`
-	HubRequests    map[string]float64 `json:"hubRequestsByVerb,omitempty"`
+	// MemberDoneSeconds is, per member, from the run's start to the last of the run's objects seen there: which
+	// members the total waited for.
+	MemberDoneSeconds map[string]float64 `json:"memberDoneSeconds,omitempty"`
+	HubRequests       map[string]float64 `json:"hubRequestsByVerb,omitempty"`
 	// HubWritesBy counts the hub's writes by resource and verb: where sharded replicas write more than one.
 	HubWritesBy map[string]float64 `json:"hubWritesByResource,omitempty"`
 	// ManagerCPUSeconds and FleetCPUSeconds are the CPU the manager process and all etcd and kube-apiserver

@@ -201,11 +201,13 @@ func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error)
 	}
 	for i, p := range b.mgr.live() {
 		r := ReplicaMem{Identity: p.identity, Engaged: engaged[i], Converged: converged[i]}
-		for _, q := range owners {
+		for m, q := range owners {
 			if q == p {
 				r.Members++
+				r.Owned = append(r.Owned, m)
 			}
 		}
+		slices.Sort(r.Owned)
 		out.Replica = append(out.Replica, r)
 	}
 	if err := b.mgr.heapProfile(ctx, filepath.Join(dir, "manager-converged.heap.pprof")); err != nil {

@@ -67,8 +67,10 @@ type ScaleRun struct {
 }
 
 type ReplicaMem struct {
-	Identity  string   `json:"identity,omitempty"`
-	Members   int      `json:"members"`
+	Identity string `json:"identity,omitempty"`
+	Members  int    `json:"members"`
+	// Owned names the members it works in, after the convergence.
+	Owned     []string `json:"owned,omitempty"`
 	Engaged   memStats `json:"engaged"`
 	Converged memStats `json:"converged"`
 }

@@ -119,6 +119,14 @@ func (r *MySQLClusterReconciler) reader() client.Reader {
 	return r.Hub
 }
 
+// summaryWriter writes the leader's summaries.
+func (r *MySQLClusterReconciler) summaryWriter() client.Client {
+	if r.Summary != nil {
+		return r.Summary
+	}
+	return r.Hub
+}
+
 // writeSummary writes the status fields other than the rows (the leader's part), with a merge patch of what
 // changed since before: the rows are not in it, so it never touches another replica's writes.
 func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
@@ -152,7 +160,7 @@ func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.M
 		}
 		patch = client.RawPatch(types.MergePatchType, data)
 	}
-	if err := r.Hub.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	if err := r.summaryWriter().Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return nil

@@ -8,7 +8,10 @@
 // 2026-11-27, and at 30 on 2026-11-26). The hub's throughput is what it is, so the bound costs no throughput;
 // what it changes is how long the other requests wait. Only status writes are bounded: the finalizers and the
 // credentials Secret are what a new MySQLCluster's first writes into members wait for, and must not queue behind
-// reports. Reads come from the cache, and the Leases have clients of their own.
+// reports. Reads come from the cache, and the Leases have clients of their own. Sharded, the elected leader's
+// summaries get a bound of their own: sharing one with the rows of the leader's own members, the rows' writes
+// waited behind the summaries and held the leader's workers, and the leader's members converged last (7 – 8 s
+// after the others' in a 10-member run of 2026-11-27).
 package hubclient
 
 import (

@@ -169,6 +169,10 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	local := mgr.GetLocalManager()
 	// The Leases (leader election's, the shard's) have clients of their own, outside this bound.
 	r.Hub, r.HubReader = hubclient.StatusBounded(local.GetClient(), hubclient.DefaultMaxStatusWrites), local.GetAPIReader()
+	if opts.Sharding {
+		// The leader's summaries, bounded on their own (see MySQLClusterReconciler.Summary).
+		r.Summary = hubclient.StatusBounded(local.GetClient(), hubclient.DefaultMaxStatusWrites)
+	}
 	r.Fleet = provider
 	r.Recorder = local.GetEventRecorder("mysqlfleet")
 	if sh != nil {
