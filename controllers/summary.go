@@ -74,12 +74,10 @@ const rowsSettle = 2 * time.Second
 // rowsSettled requeues a MySQLCluster whose rows changed after rowsSettle; the queue keeps one request per
 // MySQLCluster, so the rows written meanwhile are summarised by the same pass.
 func rowsSettled(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	later := func(o client.Object, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-		q.AddAfter(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}}, rowsSettle)
-	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			later(e.ObjectNew, q)
+			key := client.ObjectKeyFromObject(e.ObjectNew)
+			q.AddAfter(mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}}, rowsSettle)
 		},
 	}
 }
