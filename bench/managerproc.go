@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -70,7 +71,8 @@ func runManager() int {
 			logOut = f
 		}
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
+	// Times to the millisecond: a takeover's steps are a fraction of a second apart.
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOut), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 	log := ctrl.Log.WithName("bench-manager")
 
 	// The defaults of cmd/manager's flags, leader election aside: one replica needs none.
@@ -175,23 +177,26 @@ func runManager() int {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	// When each of some members had been reconciled count more times than when asked (the takeover's "every
-	// object verified"), from the process's own counters, sampled every 20 ms from the request on (see
-	// reconcileCounts).
+	// When each of some members had been reconciled once and count more times than when asked (the takeover's
+	// first pass and "every object verified"), from the process's own counters, sampled every 20 ms from the
+	// request on (see reconcileCounts).
 	var verifyMu sync.Mutex
-	verified := map[string]time.Time{}
+	verified, begun := map[string]time.Time{}, map[string]time.Time{}
 	http.HandleFunc("/bench/verify/start", func(w http.ResponseWriter, r *http.Request) {
 		members := strings.Split(r.URL.Query().Get("members"), ",")
 		count, _ := strconv.ParseFloat(r.URL.Query().Get("count"), 64)
 		base := reconcileCounts()
 		verifyMu.Lock()
-		verified = map[string]time.Time{}
+		verified, begun = map[string]time.Time{}, map[string]time.Time{}
 		verifyMu.Unlock()
 		go func() {
 			for ctx.Err() == nil {
 				now, c := time.Now(), reconcileCounts()
 				verifyMu.Lock()
 				for _, m := range members {
+					if _, done := begun[m]; !done && c[m]-base[m] >= 1 {
+						begun[m] = now
+					}
 					if _, done := verified[m]; !done && c[m]-base[m] >= count {
 						verified[m] = now
 					}
@@ -208,7 +213,7 @@ func runManager() int {
 	http.HandleFunc("/bench/verify/done", func(w http.ResponseWriter, _ *http.Request) {
 		verifyMu.Lock()
 		defer verifyMu.Unlock()
-		_ = json.NewEncoder(w).Encode(verified)
+		_ = json.NewEncoder(w).Encode(verifyTimes{Begun: begun, Verified: verified})
 	})
 	http.HandleFunc("/bench/engaged-at", func(w http.ResponseWriter, _ *http.Request) {
 		engagedMu.Lock()
@@ -423,13 +428,20 @@ func (p *managerProc) startVerify(ctx context.Context, members []string, count i
 	return err
 }
 
-// verifiedAt tells when each member noted by startVerify had been reconciled enough.
-func (p *managerProc) verifiedAt(ctx context.Context) (map[string]time.Time, error) {
+// verifyTimes are, for each member noted by startVerify, when its first pass since then ended (Begun) and when
+// it had been reconciled enough (Verified).
+type verifyTimes struct {
+	Begun    map[string]time.Time `json:"begun"`
+	Verified map[string]time.Time `json:"verified"`
+}
+
+// verifiedAt tells when each member noted by startVerify had its first pass and had been reconciled enough.
+func (p *managerProc) verifiedAt(ctx context.Context) (verifyTimes, error) {
+	var out verifyTimes
 	body, err := p.get(ctx, "/bench/verify/done")
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := map[string]time.Time{}
 	return out, json.Unmarshal(body, &out)
 }
 

@@ -94,6 +94,17 @@ type Takeover struct {
 	MemberWrites  float64            `json:"memberWrites"`
 	MemberGets    float64            `json:"memberGets"`
 	Missing       int                `json:"membersNotVerified"`
+	// Timeline is, per member taken over, when each step came, in seconds after the first claim (-1: never).
+	Timeline map[string]TakeoverSteps `json:"timeline,omitempty"`
+}
+
+// TakeoverSteps are one member's steps in a takeover: its claim taken, its cache synced, its first pass ended
+// (a MySQLCluster reconciled there) and every MySQLCluster reconciled there.
+type TakeoverSteps struct {
+	Claimed   float64 `json:"claimed"`
+	Synced    float64 `json:"synced"`
+	FirstPass float64 `json:"firstPass"`
+	Verified  float64 `json:"verified"`
 }
 
 func (r ScaleRun) heapMiB() float64 {

@@ -197,14 +197,25 @@ func (p *Provider) engage(ctx context.Context, name, hash string, cfg *rest.Conf
 	go p.run(clusterCtx, stop, name, cl, log)
 	syncCtx, syncCancel := context.WithTimeout(clusterCtx, p.opts.SyncTimeout)
 	defer syncCancel()
+	unsynced := func() error {
+		cancel()
+		if cause := context.Cause(clusterCtx); cause != errDisengaged {
+			return cause // the cluster stopped on its own: say why, rather than blame the member
+		}
+		return fmt.Errorf("%w: no answer from %s within %s", ErrUnreachable, cfg.Host, p.opts.SyncTimeout)
+	}
 	for _, obj := range p.opts.WatchedObjects {
 		if _, err := cl.GetCache().GetInformer(syncCtx, obj); err != nil {
-			cancel()
-			if cause := context.Cause(clusterCtx); cause != errDisengaged {
-				return cause // the cluster stopped on its own: say why, rather than blame the member
-			}
-			return fmt.Errorf("%w: no answer from %s within %s", ErrUnreachable, cfg.Host, p.opts.SyncTimeout)
+			return unsynced()
 		}
+	}
+	// GetInformer waits for an informer to sync only once the cache has started, and the cluster starts it in
+	// run, concurrently: it often returned at once, and the cache then synced inside the manager's Engage, one
+	// member at a time (multicluster-runtime's controller engages under a lock, and its sources wait for the
+	// cache), after the member was reported engaged. WaitForCacheSync waits for the start and then for every
+	// informer.
+	if !cl.GetCache().WaitForCacheSync(syncCtx) {
+		return unsynced()
 	}
 
 	p.mu.Lock()

@@ -1,10 +1,14 @@
 package testfleet_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +61,19 @@ func TestFleetClustersAreIndependentAndStopCleanly(t *testing.T) {
 		_, err := other.Clientset().CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace must not exist in %s, got %v", other.Name, err)
 	}
+
+	// Renice changes the priority of the hub's kube-apiserver and etcd, and of nothing else.
+	own, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	ownNice := 20 - own // the raw system call returns 20 - nice
+	g.Expect(f.Hub.Renice(ownNice + 5)).To(Succeed())
+	hubProcs, memberProcs := fleetProcesses(filepath.Join(f.Dir, f.Hub.Name)), fleetProcesses(filepath.Join(f.Dir, a.Name))
+	g.Expect(hubProcs).To(HaveLen(2))
+	g.Expect(memberProcs).To(HaveLen(2))
+	hubThreads := threadNices(hubProcs)
+	g.Expect(len(hubThreads)).To(BeNumerically(">", 2), "Go programs run several threads")
+	g.Expect(hubThreads).To(HaveEach(ownNice+5), "every thread")
+	g.Expect(threadNices(memberProcs)).To(HaveEach(ownNice))
 
 	dir := f.Dir
 	g.Expect(fleetProcesses(dir)).NotTo(BeEmpty())
@@ -196,6 +213,28 @@ func fleetProcesses(dir string) []string {
 		}
 	}
 	return procs
+}
+
+// threadNices are the nice values of every thread of processes as fleetProcesses lists them ("<pid> <command
+// line>").
+func threadNices(procs []string) []int {
+	var out []int
+	for _, p := range procs {
+		pid, _, _ := strings.Cut(p, " ")
+		stats, _ := filepath.Glob(filepath.Join("/proc", pid, "task", "*", "stat"))
+		for _, path := range stats {
+			stat, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			// The fields after the command's closing parenthesis start with the state (field 3); nice is field 19.
+			fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			if n, err := strconv.Atoi(fields[16]); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // The fleet is torn down even when its owner is killed outright: the test binary re-runs itself as a child that
