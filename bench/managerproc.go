@@ -71,7 +71,7 @@ func runManager() int {
 			logOut = f
 		}
 	}
-	// Times to the millisecond: a takeover's steps are a fraction of a second apart.
+	// Times with their fractions of a second: a takeover's steps are a fraction of a second apart.
 	ctrl.SetLogger(zap.New(zap.WriteTo(logOut), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 	log := ctrl.Log.WithName("bench-manager")
 

@@ -31,10 +31,7 @@ func TestMemberIsEngagedWithItsCacheSynced(t *testing.T) {
 	defer cancel()
 	_, members, err := clusters.Fleet()
 	g.Expect(err).NotTo(HaveOccurred())
-	f, err := testfleet.Start(ctx, testfleet.Options{Members: members[:1]})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = f.Stop() }()
-	member := f.Members[0]
+	member := testfleet.ForTest(t, testfleet.Options{Members: members[:1]}).Members[0]
 
 	const objects = 200
 	cs := member.Clientset()
