@@ -14,24 +14,34 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
-// The scale profile (-scale 10,20,30): for each number of members, a fleet of that many bare members converged
-// by one manager replica and, on a fresh fleet of the same size, by -replicas sharded replicas, each run against
-// the floor (the same objects pushed by Go server-side apply) on its own fleet. For each it records the
-// convergence, the idle writes and every replica's memory; on the sharded fleet it also kills -9 the replica of
-// the most members once converged and times the takeover. Each run has a fleet of its own, so that a replica's
-// cache holds only the objects of its run. It writes <out>/scale-<timestamp>.json (and scale-latest.json) and a
-// PNG of memory and convergence time against members.
+// The scale profile (-scale 10,20,30): for each number of members, one fleet of that many bare members, the
+// floor (the same objects pushed by Go server-side apply) on it, then the convergence by one manager replica and,
+// once that run's MySQLClusters are deleted and their objects gone from the members, by -replicas sharded
+// replicas, on the same fleet. For each it records the convergence, the idle writes and every replica's memory; on
+// the sharded replicas it also kills -9 the replica of the most members once converged and times the takeover. It
+// writes <out>/scale-<timestamp>.json (and scale-latest.json) and a PNG of memory and convergence time against
+// members.
+//
+// One fleet for both runs of a size: runs on two fleets of one size (until 2026-11-28) compared two sets of
+// control planes started minutes apart, and their floors differed by up to 38 % (the same objects cost the members
+// a third more CPU on one fleet than on the other), as much as the ratio being judged. The single replica runs
+// first: whatever the second run on a fleet pays for it (a larger etcd history, a warmer or colder machine) is
+// paid by the sharded replicas. The replicas' caches still hold only their own run's objects: the first run's are
+// deleted, through mysqlfleet, before the sharded replicas start.
 
 // runScale runs the scale profile.
 func (b *bench) runScale(ctx context.Context, stamp string) int {
@@ -41,21 +51,13 @@ func (b *bench) runScale(ctx context.Context, stamp string) int {
 		IdleSeconds: o.idle.Seconds(), Workers: o.workers,
 	}}
 	for _, n := range o.scale {
-		size := ScaleSize{Members: n}
-		for _, replicas := range []int{1, o.replicas} {
-			if ctx.Err() != nil {
-				break
-			}
-			run, err := b.scaleRun(ctx, n, replicas)
-			if err != nil {
-				res.Errors = append(res.Errors, fmt.Sprintf("%d members, %d replicas: %v", n, replicas, err))
-				b.logf("%d members, %d replicas: %v", n, replicas, err)
-			}
-			if replicas == 1 {
-				size.Single = run
-			} else {
-				size.Sharded = run
-			}
+		if ctx.Err() != nil {
+			break
+		}
+		size, err := b.scaleSize(ctx, n)
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%d members: %v", n, err))
+			b.logf("%d members: %v", n, err)
 		}
 		size.summarize()
 		res.Sizes = append(res.Sizes, size)
@@ -94,31 +96,27 @@ func (b *bench) runScale(ctx context.Context, stamp string) int {
 	return 0
 }
 
-// scaleRun is one run of the scale profile on a fleet of its own: the floor, then the manager's replicas.
-func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error) {
+// scaleSize is one size of the scale profile on a fleet of its own: the floor, one replica's run, the deletion of
+// its MySQLClusters, the sharded replicas' run.
+func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 	o := b.o
-	out := ScaleRun{Replicas: replicas}
-	name := fmt.Sprintf("%dm-%dr", n, replicas)
-	dir := filepath.Join(b.profDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return out, err
-	}
+	size := ScaleSize{Members: n, Single: ScaleRun{Replicas: 1}, Sharded: ScaleRun{Replicas: o.replicas}}
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
-		return out, err
+		return size, err
 	}
-	b.logf("%s: starting the hub and %d bare members", name, n)
+	b.logf("%dm: starting the hub and %d bare members", n, n)
 	f, err := testfleet.Start(ctx, testfleet.Options{
 		Members:              memberDefinitions(n)[:n],
 		HubCRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 	})
 	if err != nil {
-		return out, err
+		return size, err
 	}
 	// A hub runs on machines of its own. Here its kube-apiserver and etcd are 2 of 2n+1 control-plane processes
 	// on two cores, and with 20 members the hub answered so slowly (its kube-apiserver got 9 % of a core) that a
-	// status patch timed out after a minute and the leader could not renew its Lease. Both fleets, one replica
-	// and sharded, run with the same priority; the floor writes to the members only.
+	// status patch timed out after a minute and the leader could not renew its Lease. Both runs, one replica and
+	// sharded, run with the same priority; the floor writes to the members only.
 	if err := f.Hub.Renice(hubNice); err != nil {
 		b.logf("warning: %v: the hub shares the CPU with the members equally", err)
 	}
@@ -129,64 +127,124 @@ func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error)
 		b.mgr.stop()
 		b.mgr = nil
 		b.obs.stop()
-		b.logf("%s: stopping the fleet", name)
+		b.logf("%dm: stopping the fleet", n)
 		if err := f.Stop(); err != nil {
 			b.logf("stopping the fleet: %v", err)
 		}
 	}()
 	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
-		return out, err
+		return size, err
 	}
 	for _, m := range f.Members {
 		b.clients[m.Name] = m.Clientset()
 		if b.facts[m.Name], err = placement.MemberFromSecret(registrationSecret(m)); err != nil {
-			return out, err
+			return size, err
 		}
 		if err := b.obs.watch(ctx, m.Name, m.Config); err != nil {
-			return out, err
+			return size, err
 		}
 	}
 	if err := b.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
-		return out, err
+		return size, err
 	}
-	if b.mgr, err = startManagers(ctx, f.Hub.KubeconfigPath, dir, replicas, o); err != nil {
-		return out, err
+	single := fmt.Sprintf("%dm-1r", n)
+	if b.mgr, err = b.startManagers(ctx, single, 1); err != nil {
+		return size, err
 	}
 
-	// The floor first, with the replicas running and no member registered: they see none of it.
-	all := names(b.members)
+	// The floor first, with the replica running and no member registered: it sees none of it.
 	g, err := newGroup(ctx, b.hub, "b", o.clusters, o.perNamespace, b.factsOf(b.members...), true)
 	if err != nil {
-		return out, err
+		return size, err
 	}
 	before := b.snapshot(ctx)
 	start, _, err := pushGo(ctx, g, b.members, o.workers)
 	if err != nil {
-		return out, fmt.Errorf("floor: %w", err)
+		return size, fmt.Errorf("floor: %w", err)
 	}
-	out.Floor = b.finish(ctx, before, g, all, start, nil)
-	b.logf("%s: floor %.2fs for %d objects", name, out.Floor.TotalSeconds, out.Floor.Objects)
+	floor := b.finish(ctx, before, g, names(b.members), start, nil)
+	size.Single.Floor, size.Sharded.Floor = floor, floor
+	b.logf("%dm: floor %.2fs for %d objects", n, floor.TotalSeconds, floor.Objects)
 
-	b.logf("%s: registering %d members", name, n)
+	h, err := b.replicasRun(ctx, single, "h", &size.Single)
+	if err != nil {
+		return size, fmt.Errorf("1 replica: %w", err)
+	}
+	cleared := time.Now()
+	if err := b.deleteGroup(ctx, h); err != nil {
+		return size, fmt.Errorf("deleting the single replica's MySQLClusters: %w", err)
+	}
+	size.ClearSeconds = seconds(time.Since(cleared))
+	b.logf("%dm: the single replica's MySQLClusters and their member objects deleted in %.2fs", n, size.ClearSeconds)
+	b.mgr.stop()
+	b.mgr = nil
+	// The sharded replicas start as the single one did, before the members are registered: they find each other
+	// first, and each engages its share only.
+	for _, m := range b.members {
+		if err := b.hub.Delete(ctx, registrationSecret(m)); err != nil {
+			return size, err
+		}
+	}
+
+	sharded := fmt.Sprintf("%dm-%dr", n, o.replicas)
+	if b.mgr, err = b.startManagers(ctx, sharded, o.replicas); err != nil {
+		return size, err
+	}
+	s, err := b.replicasRun(ctx, sharded, "s", &size.Sharded)
+	if err != nil {
+		return size, fmt.Errorf("%d replicas: %w", o.replicas, err)
+	}
+	owners, err := b.mgr.owners(ctx, names(b.members))
+	if err != nil {
+		return size, err
+	}
+	if o.replicas > 1 {
+		if size.Sharded.Takeover, err = b.takeover(ctx, s, owners); err != nil {
+			return size, fmt.Errorf("takeover: %w", err)
+		}
+	}
+	return size, nil
+}
+
+// startManagers starts the replicas of a run, their logs and profiles in the run's directory.
+func (b *bench) startManagers(ctx context.Context, name string, replicas int) (*managers, error) {
+	dir := filepath.Join(b.profDir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return startManagers(ctx, b.f.Hub.KubeconfigPath, dir, replicas, b.o)
+}
+
+// replicasRun is one run of the replicas now running: the members registered and every one engaged, the
+// replicas' memory, the convergence of a group of MySQLClusters named by prefix, the idle writes and the memory
+// converged. It returns the group.
+func (b *bench) replicasRun(ctx context.Context, name, prefix string, out *ScaleRun) (*group, error) {
+	o := b.o
+	all := names(b.members)
+	if err := b.waitPeers(ctx, len(b.mgr.procs)); err != nil {
+		return nil, err
+	}
+	b.logf("%s: registering %d members", name, len(all))
 	for _, m := range b.members {
 		if err := b.hub.Create(ctx, registrationSecret(m)); err != nil {
-			return out, err
+			return nil, err
 		}
 	}
 	if err := b.mgr.waitEngaged(ctx, all, 2*time.Minute); err != nil {
-		return out, err
+		return nil, err
 	}
-	_ = sleep(ctx, o.settle)
+	if err := b.waitOwnersStable(ctx, all); err != nil {
+		return nil, err
+	}
 	engaged, err := b.mgr.settledEach(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-
-	h, err := newGroup(ctx, b.hub, "h", o.clusters, o.perNamespace, b.factsOf(b.members...), false)
+	h, err := newGroup(ctx, b.hub, prefix, o.clusters, o.perNamespace, b.factsOf(b.members...), false)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	b.logf("%s: %d MySQLClusters onto %d members", name, o.clusters, n)
+	b.logf("%s: %d MySQLClusters onto %d members", name, o.clusters, len(all))
 	// Where the hub's CPU goes: sharded replicas write more status to it (rows, summaries) than one replica.
 	b.profileHub(ctx, name)
 	out.Convergence = b.mysqlfleetRun(ctx, name, h, b.members)
@@ -202,11 +260,11 @@ func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error)
 	b.logf("%s: idle writes over %s: hub %.0f, members %.0f", name, o.idle, out.Idle.HubWrites, out.Idle.MemberWrites)
 	converged, err := b.mgr.settledEach(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	owners, err := b.mgr.owners(ctx, all)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	for i, p := range b.mgr.live() {
 		r := ReplicaMem{Identity: p.identity, Engaged: engaged[i], Converged: converged[i]}
@@ -219,16 +277,122 @@ func (b *bench) scaleRun(ctx context.Context, n, replicas int) (ScaleRun, error)
 		slices.Sort(r.Owned)
 		out.Replica = append(out.Replica, r)
 	}
-	if err := b.mgr.heapProfile(ctx, filepath.Join(dir, "manager-converged.heap.pprof")); err != nil {
+	if err := b.mgr.heapProfile(ctx, filepath.Join(b.profDir, name, "manager-converged.heap.pprof")); err != nil {
 		b.logf("%s: heap profile: %v", name, err)
 	}
+	return h, nil
+}
+
+// waitPeers waits, for sharded replicas, until each has its peer Lease on the hub, and then settle more so that
+// each has seen the others': members registered before that would be claimed by the first replica up and handed
+// over during the run (on 2026-11-28, 5 s after the start, that was 36 member caches started and stopped during a
+// 20-member convergence).
+func (b *bench) waitPeers(ctx context.Context, replicas int) error {
 	if replicas > 1 {
-		out.Takeover, err = b.takeover(ctx, h, owners)
-		if err != nil {
-			return out, fmt.Errorf("takeover: %w", err)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var list coordinationv1.LeaseList
+			err := b.hub.List(ctx, &list, client.InNamespace(managerNamespace), client.MatchingLabels{shard.LeaseLabel: shard.PeerLease})
+			if err == nil && len(list.Items) >= replicas {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%d replicas, peer Leases after a minute: %d (%v)", replicas, len(list.Items), err)
+			}
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return sleep(ctx, b.o.settle)
+}
+
+// waitOwnersStable waits until the members' owners have not changed for settle: a run starts with every member
+// where it stays.
+func (b *bench) waitOwnersStable(ctx context.Context, members []string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last map[string]string
+	stableSince := time.Now()
+	for {
+		owners, err := b.mgr.owners(ctx, members)
+		now := map[string]string{}
+		for m, p := range owners {
+			now[m] = p.identity
+		}
+		if err != nil || len(now) != len(members) || !maps.Equal(now, last) {
+			last, stableSince = now, time.Now()
+		} else if time.Since(stableSince) >= b.o.settle {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the members' owners still changed after 2 minutes (%v)", err)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// deleteGroup deletes a group's MySQLClusters with deletionPolicy Delete, so that the replicas running tear
+// down every object of theirs in the members, and waits until the MySQLClusters are gone (their finalizers come
+// off once nothing of theirs is left in any member). A bare member has no controller manager, whose
+// pvc-protection controller would take its finalizer off a PersistentVolumeClaim that no Pod uses: meanwhile the
+// bench does that.
+func (b *bench) deleteGroup(ctx context.Context, g *group) error {
+	ctx, cancel := context.WithTimeout(ctx, b.o.timeout)
+	defer cancel()
+	for _, c := range g.clusters {
+		patch := []byte(`{"spec":{"deletionPolicy":"Delete"}}`)
+		if err := b.hub.Patch(ctx, c.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+		if err := b.hub.Delete(ctx, c.DeepCopy()); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	for {
+		left := 0
+		for _, c := range g.clusters {
+			err := b.hub.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.MySQLCluster{})
+			switch {
+			case err == nil:
+				left++
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		b.releaseClaims(ctx)
+		if err := sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("%d MySQLClusters left: %w", left, err)
+		}
+	}
+}
+
+// releaseClaims takes the pvc-protection finalizer off the members' deleted PersistentVolumeClaims, as a member's
+// controller manager does for claims no Pod uses (a bare member runs no Pods).
+func (b *bench) releaseClaims(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, m := range b.members {
+		wg.Go(func() {
+			cs := b.clients[m.Name]
+			list, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{
+				LabelSelector: v1alpha1.ManagedByLabel + "=" + v1alpha1.ManagedByValue})
+			if err != nil {
+				return
+			}
+			for _, pvc := range list.Items {
+				if pvc.DeletionTimestamp == nil || len(pvc.Finalizers) == 0 {
+					continue
+				}
+				patch := []byte(`{"metadata":{"finalizers":null}}`)
+				_, _ = cs.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // takeoverTraceSeconds is how long the survivors are traced from the kill: the lease duration (15 s), the

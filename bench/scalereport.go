@@ -51,6 +51,9 @@ type ScaleSize struct {
 	// sharded replica's heap over the single replica's, both converged.
 	ConvergenceRatio float64 `json:"convergenceRatio"`
 	HeapRatio        float64 `json:"heapRatio"`
+	// ClearSeconds is how long the single replica took to delete its run's MySQLClusters and their member
+	// objects, between the two runs on the fleet.
+	ClearSeconds float64 `json:"clearSeconds"`
 }
 
 // ScaleRun is one run of the scale profile.
@@ -176,9 +179,10 @@ func (r *ScaleResults) evaluate() {
 }
 
 const scaleLegend = `How to read this (scale profile):
-  each size is two fleets of that many bare members, one converged by one manager replica (unsharded, as before),
-  one by the sharded replicas; on each, first the floor: the same objects by one Go client per member, 8
-  concurrent server-side applies. convergence: the first MySQLCluster created until every object exists in every
+  each size is one fleet of that many bare members: first the floor (the same objects by one Go client per member,
+  8 concurrent server-side applies), then one manager replica (unsharded) converges 50 MySQLClusters, they are
+  deleted, and the sharded replicas converge 50 others. convergence: the first MySQLCluster created until every
+  object exists in every
   member. heap: HeapInuse after a GC, per replica, converged; the sharded ratio takes the largest replica.
   takeover: the replica working in the most members of the converged sharded fleet is killed -9; claimed is the
   lease running out; from the first claim, the caches of the members taken over are synced (a cold sync) and then
@@ -194,8 +198,8 @@ func printScale(out io.Writer, r *ScaleResults) {
 		for _, m := range s.Sharded.Replica {
 			shares = append(shares, fmt.Sprintf("%s %d", m.Identity, m.Members))
 		}
-		_, _ = fmt.Fprintf(w, "\t%d\t%d\t%s / %s\t%s (%.2fx)\t%s (%.2fx)\t%.2fx\t%.1f\t%.1f (%.2fx)\t%.1f / %.1f\n",
-			s.Members, s.Single.Convergence.Objects, fmtSec(s.Single.Floor.TotalSeconds), fmtSec(s.Sharded.Floor.TotalSeconds),
+		_, _ = fmt.Fprintf(w, "\t%d\t%d\t%s\t%s (%.2fx)\t%s (%.2fx)\t%.2fx\t%.1f\t%.1f (%.2fx)\t%.1f / %.1f\n",
+			s.Members, s.Single.Convergence.Objects, fmtSec(s.Single.Floor.TotalSeconds),
 			fmtSec(s.Single.Convergence.TotalSeconds), s.Single.RatioFloor, fmtSec(s.Sharded.Convergence.TotalSeconds),
 			s.Sharded.RatioFloor, s.ConvergenceRatio, s.Single.heapMiB(), s.Sharded.maxHeapMiB(), s.HeapRatio,
 			s.Single.maxRSSMiB(), s.Sharded.maxRSSMiB())

@@ -88,6 +88,10 @@ type MySQLClusterReconciler struct {
 	summaryMembers map[string]bool
 	// pace makes the passes a member change asks for wait while placement passes are in flight (pace.go).
 	pace *pace
+	// held are the MySQLClusters whose summary waits for their remaining rows, with when it began to (sharded,
+	// the leader; holdSummary).
+	heldMu sync.Mutex
+	held   map[types.NamespacedName]time.Time
 	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
 	// object versions known to hold what mysqlfleet wants, and the applies under way.
 	memory apply.Memory

@@ -127,15 +127,23 @@ func (r *MySQLClusterReconciler) summaryWriter() client.Client {
 	return r.Hub
 }
 
+// summaryDiffers tells whether c's status differs from before in a field other than the rows: whether there is
+// a summary to write.
+func summaryDiffers(c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) bool {
+	now, was := c.Status.DeepCopy(), before.DeepCopy()
+	now.Members, was.Members = nil, nil
+	return !equality.Semantic.DeepEqual(now, was)
+}
+
 // writeSummary writes the status fields other than the rows (the leader's part), with a merge patch of what
 // changed since before: the rows are not in it, so it never touches another replica's writes.
 func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
+	if !summaryDiffers(c, before) {
+		return nil
+	}
 	base, want := c.DeepCopy(), c.DeepCopy()
 	base.Status = *before.DeepCopy()
 	base.Status.Members, want.Status.Members = nil, nil
-	if equality.Semantic.DeepEqual(base.Status, want.Status) {
-		return nil
-	}
 	// The UID in the patch makes it fail on a MySQLCluster recreated under the same name (a UID cannot change).
 	base.UID = ""
 	patch := client.MergeFrom(base)

@@ -411,9 +411,14 @@ func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
 // Use marks a pass under way in a member this replica works in, until done is called; ok is false when it does
 // not (any more), and the pass must leave the member alone. Without sharding every member is this replica's.
 // A replica handing a member over waits for the passes under way there (see letGo).
+//
+// A read lock is enough, and every pass of every MySQLCluster takes it for each member: letGo marks the member
+// leaving under the write lock before it waits, so an Add here either comes before that (and is waited for) or
+// finds the member leaving. With the write lock, 32 passes queued on it behind one another on a busy machine (12 s
+// of waiting in the 20 s of a 20-member takeover, 2026-11-28).
 func (p *Provider) Use(name string) (done func(), ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	m := p.members[name]
 	if m == nil || m.leaving || !p.holds(name) {
 		return func() {}, false
