@@ -322,7 +322,8 @@ func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, 
 	cmd.Env = append(os.Environ(), managerEnv+"="+addr, managerMetricsEnv+"="+metrics, managerLogEnv+"="+logPath,
 		"KUBECONFIG="+hubKubeconfig, managerQPSEnv+"="+strconv.FormatFloat(o.memberQPS, 'f', -1, 64),
 		managerBurstEnv+"="+strconv.Itoa(o.memberBurst), managerTimeoutEnv+"="+o.memberTimeout.String(),
-		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerWorkersEnv+"="+strconv.Itoa(o.managerWorkers), managerShardEnv+"="+identity)
+		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerWorkersEnv+"="+strconv.Itoa(o.managerWorkers), managerShardEnv+"="+identity,
+		"GOMAXPROCS="+strconv.Itoa(o.managerProcs))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	// Its own process group, so that a Ctrl-C reaches the bench, which stops it in order; the kernel kills it
 	// if the bench dies.
