@@ -83,9 +83,9 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 8, "concurrent applies per member of the Go floor")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "pause before the idle window and before memory samples")
 	// A deployed replica runs under the chart's CPU limit of 1, and Go sets GOMAXPROCS from a container's CPU
-	// limit; here every process shares the machine's cores. A 10-member scale run with 2 (2026-11-28): sharded
-	// members served their writes 3x slower than with one replica, their API servers used 44 % more CPU for the
-	// same writes; with 1, 2x and 13 %.
+	// limit; here every process shares the machine's cores. It keeps the deployed shape; it did not close the gap:
+	// in full scale runs (2026-11-28) the members served the sharded replicas' writes 2.5 - 3.3x slower than one
+	// replica's with 2, and 1.7 - 2.8x slower with 1.
 	fs.IntVar(&o.managerProcs, "manager-procs", 1, "GOMAXPROCS of every manager replica: 1, as the chart's CPU limit of 1 gives a deployed replica")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long a convergence may take before it is reported incomplete")
 	fs.BoolVar(&o.partition, "partition", true, "also run a convergence while one member is blackholed from the manager (connections hang rather than fail)")

@@ -166,7 +166,7 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 	size.Single.Floor, size.Sharded.Floor = floor, floor
 	b.logf("%dm: floor %.2fs for %d objects", n, floor.TotalSeconds, floor.Objects)
 
-	h, err := b.replicasRun(ctx, single, "h", &size.Single)
+	h, _, err := b.replicasRun(ctx, single, "h", &size.Single)
 	if err != nil {
 		return size, fmt.Errorf("1 replica: %w", err)
 	}
@@ -190,13 +190,9 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 	if b.mgr, err = b.startManagers(ctx, sharded, o.replicas); err != nil {
 		return size, err
 	}
-	s, err := b.replicasRun(ctx, sharded, "s", &size.Sharded)
+	s, owners, err := b.replicasRun(ctx, sharded, "s", &size.Sharded)
 	if err != nil {
 		return size, fmt.Errorf("%d replicas: %w", o.replicas, err)
-	}
-	owners, err := b.mgr.owners(ctx, names(b.members))
-	if err != nil {
-		return size, err
 	}
 	if o.replicas > 1 {
 		if size.Sharded.Takeover, err = b.takeover(ctx, s, owners); err != nil {
@@ -217,32 +213,32 @@ func (b *bench) startManagers(ctx context.Context, name string, replicas int) (*
 
 // replicasRun is one run of the replicas now running: the members registered and every one engaged, the
 // replicas' memory, the convergence of a group of MySQLClusters named by prefix, the idle writes and the memory
-// converged. It returns the group.
-func (b *bench) replicasRun(ctx context.Context, name, prefix string, out *ScaleRun) (*group, error) {
+// converged. It returns the group and the replica that works in each member.
+func (b *bench) replicasRun(ctx context.Context, name, prefix string, out *ScaleRun) (*group, map[string]*managerProc, error) {
 	o := b.o
 	all := names(b.members)
 	if err := b.waitPeers(ctx, len(b.mgr.procs)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.logf("%s: registering %d members", name, len(all))
 	for _, m := range b.members {
 		if err := b.hub.Create(ctx, registrationSecret(m)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := b.mgr.waitEngaged(ctx, all, 2*time.Minute); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.waitOwnersStable(ctx, all); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	engaged, err := b.mgr.settledEach(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h, err := newGroup(ctx, b.hub, prefix, o.clusters, o.perNamespace, b.factsOf(b.members...), false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.logf("%s: %d MySQLClusters onto %d members", name, o.clusters, len(all))
 	// Where the hub's CPU goes: sharded replicas write more status to it (rows, summaries) than one replica.
@@ -260,11 +256,11 @@ func (b *bench) replicasRun(ctx context.Context, name, prefix string, out *Scale
 	b.logf("%s: idle writes over %s: hub %.0f, members %.0f", name, o.idle, out.Idle.HubWrites, out.Idle.MemberWrites)
 	converged, err := b.mgr.settledEach(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	owners, err := b.mgr.owners(ctx, all)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, p := range b.mgr.live() {
 		r := ReplicaMem{Identity: p.identity, Engaged: engaged[i], Converged: converged[i]}
@@ -280,7 +276,7 @@ func (b *bench) replicasRun(ctx context.Context, name, prefix string, out *Scale
 	if err := b.mgr.heapProfile(ctx, filepath.Join(b.profDir, name, "manager-converged.heap.pprof")); err != nil {
 		b.logf("%s: heap profile: %v", name, err)
 	}
-	return h, nil
+	return h, owners, nil
 }
 
 // waitPeers waits, for sharded replicas, until each has its peer Lease on the hub, and then settle more so that

@@ -180,10 +180,10 @@ func (r *ScaleResults) evaluate() {
 
 const scaleLegend = `How to read this (scale profile):
   each size is one fleet of that many bare members: first the floor (the same objects by one Go client per member,
-  8 concurrent server-side applies), then one manager replica (unsharded) converges 50 MySQLClusters, they are
-  deleted, and the sharded replicas converge 50 others. convergence: the first MySQLCluster created until every
-  object exists in every
-  member. heap: HeapInuse after a GC, per replica, converged; the sharded ratio takes the largest replica.
+  8 concurrent server-side applies), then one manager replica (unsharded) converges -clusters MySQLClusters, they
+  are deleted, and the sharded replicas converge as many others. convergence: the first MySQLCluster created until
+  every object exists in every member. heap: HeapInuse after a GC, per replica, converged; the sharded ratio takes
+  the largest replica.
   takeover: the replica working in the most members of the converged sharded fleet is killed -9; claimed is the
   lease running out; from the first claim, the caches of the members taken over are synced (a cold sync) and then
   every object there verified (every MySQLCluster reconciled there again). requests: the new owners' to those
