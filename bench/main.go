@@ -58,6 +58,7 @@ type options struct {
 	memberBurst, memberMaxInFlight, managerWorkers                                      int
 	memberTimeout                                                                       time.Duration
 	partition                                                                           bool
+	pinTiers                                                                            bool
 	// replicas is how many manager replicas run (sharded when more than one); scale, when set, runs the scale
 	// profile at these numbers of members instead of the phases (see scale.go).
 	replicas int
@@ -87,6 +88,7 @@ func main() {
 	// in full scale runs (2026-11-28) the members served the sharded replicas' writes 2.5 - 3.3x slower than one
 	// replica's with 2, and 1.7 - 2.8x slower with 1.
 	fs.IntVar(&o.managerProcs, "manager-procs", 1, "GOMAXPROCS of every manager replica: 1, as the chart's CPU limit of 1 gives a deployed replica")
+	fs.BoolVar(&o.pinTiers, "pin-tiers", false, "scale profile: the hub and the manager replicas on CPU 0, the members and the bench on CPU 1 (bench/pin.go)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long a convergence may take before it is reported incomplete")
 	fs.BoolVar(&o.partition, "partition", true, "also run a convergence while one member is blackholed from the manager (connections hang rather than fail)")
 	fs.Float64Var(&o.memberQPS, "member-qps", kubeconfig.DefaultQPS, "the manager's --member-qps (cmd/manager's default unless changed here)")
@@ -95,7 +97,7 @@ func main() {
 	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
 	fs.IntVar(&o.managerWorkers, "manager-workers", controllers.DefaultWorkers, "the manager's --workers")
 	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
-	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3), with memory per replica, a takeover and idle writes, and a PNG plot")
+	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3; 1 runs one unsharded replica twice), with memory per replica, a takeover and idle writes, and a PNG plot")
 	_ = fs.Parse(os.Args[1:])
 	for _, f := range strings.Split(*scale, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 2 {
@@ -105,8 +107,16 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if len(o.scale) > 0 && o.replicas < 2 {
+	// With -scale, -replicas is the second run's replicas, 3 unless given: -replicas 1 runs one unsharded replica
+	// twice on each fleet, which tells how far two runs of the same manager differ there (an A/A comparison).
+	replicasGiven := false
+	fs.Visit(func(f *flag.Flag) { replicasGiven = replicasGiven || f.Name == "replicas" })
+	if len(o.scale) > 0 && !replicasGiven {
 		o.replicas = 3
+	}
+	if o.replicas < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -replicas must be at least 1")
+		os.Exit(2)
 	}
 	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.managerWorkers < 1 || o.prefill < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat, -member-max-in-flight and -manager-workers at least 1")

@@ -334,9 +334,24 @@ func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, 
 	p := &managerProc{cmd: cmd, addr: addr, metrics: metrics, done: make(chan struct{}), http: &http.Client{Timeout: time.Minute},
 		identity: identity}
 	go func() { _ = cmd.Wait(); close(p.done) }()
+	pin := func() error {
+		if !o.pinTiers {
+			return nil
+		}
+		return pinProcess(cmd.Process.Pid, pinHubCPU)
+	}
+	if err := pin(); err != nil {
+		p.stop()
+		return nil, err
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if _, err := p.get(ctx, "/bench/ready"); err == nil {
+			// Threads made while the first pass set the others are set now.
+			if err := pin(); err != nil {
+				p.stop()
+				return nil, err
+			}
 			return p, nil
 		}
 		select {

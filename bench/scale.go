@@ -120,6 +120,12 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 	if err := f.Hub.Renice(hubNice); err != nil {
 		b.logf("warning: %v: the hub shares the CPU with the members equally", err)
 	}
+	if o.pinTiers {
+		if err := b.pinTiers(f); err != nil {
+			_ = f.Stop()
+			return size, err
+		}
+	}
 	b.f, b.members, b.obs = f, f.Members, newObserver()
 	b.clients = map[string]kubernetes.Interface{f.Hub.Name: f.Hub.Clientset()}
 	b.facts = map[string]placement.Member{}
@@ -187,6 +193,9 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 	}
 
 	sharded := fmt.Sprintf("%dm-%dr", n, o.replicas)
+	if o.replicas == 1 {
+		sharded += "-again" // -replicas 1: the same manager a second time
+	}
 	if b.mgr, err = b.startManagers(ctx, sharded, o.replicas); err != nil {
 		return size, err
 	}
@@ -200,6 +209,20 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 		}
 	}
 	return size, nil
+}
+
+// pinTiers pins the hub's control plane to pinHubCPU, and the members' and the bench's own threads to
+// pinMembersCPU (-pin-tiers).
+func (b *bench) pinTiers(f *testfleet.Fleet) error {
+	if n, err := pinProcessesIn(f.Hub.Dir, pinHubCPU); err != nil || n != 2 {
+		return fmt.Errorf("pinning the hub's kube-apiserver and etcd: %d pinned (%v)", n, err)
+	}
+	for _, m := range f.Members {
+		if n, err := pinProcessesIn(m.Dir, pinMembersCPU); err != nil || n != 2 {
+			return fmt.Errorf("pinning %s's kube-apiserver and etcd: %d pinned (%v)", m.Name, n, err)
+		}
+	}
+	return pinProcess(os.Getpid(), pinMembersCPU)
 }
 
 // startManagers starts the replicas of a run, their logs and profiles in the run's directory.

@@ -57,9 +57,8 @@ type MySQLClusterReconciler struct {
 	Hub       client.Client
 	HubReader client.Reader
 	// Summary writes the elected leader's part of the status (sharded); nil means Hub. The manager gives it a
-	// bound on status writes of its own (internal/hubclient), so that a new MySQLCluster's first summary, which
-	// its owners wait for, never queues behind the rows of the leader's own members, nor those rows behind the
-	// summaries.
+	// bound on status writes of its own (internal/hubclient), so that the summaries never queue behind the rows
+	// of the leader's own members, nor those rows behind the summaries.
 	Summary client.Client
 	// Fleet knows the registered members and their clusters.
 	Fleet *fleet.Provider

@@ -24,9 +24,10 @@ import (
 //   - a new row is appended; the API server refuses a second row of one member (status.members is a map list
 //     keyed by name), so two writers cannot both add it;
 //   - the leader's first status write holds an empty list of rows, before any replica may write one (they wait
-//     for the finalizers it puts on afterwards), so that the rows are only ever replaced or appended; without the
-//     list (a MySQLCluster whose leader stopped between the two), the whole status is written once, after a test
-//     of the resourceVersion.
+//     for the finalizers it puts on afterwards), so that the rows are only ever replaced or appended; it is
+//     written against the resourceVersion the leader read, so that it never empties a list appended to
+//     meanwhile (a MySQLCluster whose finalizers were on already); without the list (a MySQLCluster whose leader
+//     stopped between the two), the whole status is written once, after a test of the resourceVersion.
 //
 // A patch whose test fails changed nothing; it is computed again from the MySQLCluster as the API server has it
 // now. Patches of different replicas touch different rows and never conflict otherwise: one write per replica
@@ -163,6 +164,14 @@ func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.M
 			doc["status"] = st
 		}
 		st["members"] = []any{}
+		// Against the version read: if an owner appended its rows since (the finalizers were on already), a list
+		// written over them would lose them. A conflict is retried with the rows.
+		meta, _ := doc["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			doc["metadata"] = meta
+		}
+		meta["resourceVersion"] = c.ResourceVersion
 		if data, err = json.Marshal(doc); err != nil {
 			return err
 		}
