@@ -103,13 +103,14 @@ type MySQLClusterSpec struct {
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
 
-	// Database is created at first start, as the MySQL image's MYSQL_DATABASE does.
+	// Database is created on every server at its first start, out of the binary log (not through the image's
+	// MYSQL_DATABASE, which would log it as the new server's own transaction).
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,64}$`
 	Database string `json:"database,omitempty"`
 
-	// User is created at first start with all privileges on database, as the MySQL image's MYSQL_USER does. Its
-	// password is generated once on the hub and is the same in every member.
+	// User is created on every server at its first start, out of the binary log, with all privileges on
+	// database. Its password is generated once on the hub and is the same in every member.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
 	// +kubebuilder:validation:XValidation:rule="!(self in ['root', 'mysqlfleet_admin', 'mysqlfleet_repl'])",message="user may not be root, mysqlfleet_admin or mysqlfleet_repl: mysqlfleet creates and uses those accounts"

@@ -52,7 +52,7 @@ func requestPrimary(i int) func(*clustering.Desired) {
 func record(primary int, errant ...int) clustering.Record {
 	r := clustering.Record{Errant: errant}
 	if primary >= 0 {
-		r.Primary = &primary
+		r.Primary, r.PrimaryServerID = &primary, uint32(primary+1)
 	}
 	return r
 }
@@ -206,4 +206,14 @@ func receiverError(errno int, msg string) option {
 }
 
 // seeding is an instance whose seed the member controller says is under way.
+// serverID gives the instance another server_id, as a new data directory on its ordinal has.
+func serverID(id uint32) option {
+	return func(in *instance) {
+		in.obs.Status.ServerID = id
+		if in.engine == mysql.MariaDB {
+			in.obs.Status.SourceID = strconv.Itoa(int(id))
+		}
+	}
+}
+
 func seeding(how string) option { return func(in *instance) { in.obs.Seeding = how } }

@@ -20,7 +20,8 @@ const neverFallBack = 49 * 24 * time.Hour
 func Decide(d Desired, rec Record, obs []Observation) Plan {
 	e := &engine{
 		d: d, rec: rec, obs: obs, p: rec.PrimaryIndex(),
-		next:   Record{Primary: rec.Primary, Errant: slices.Clone(rec.Errant), Change: rec.Change},
+		next: Record{Primary: rec.Primary, PrimaryServerID: rec.PrimaryServerID, Errant: slices.Clone(rec.Errant),
+			Change: rec.Change},
 		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{}, held: map[int]string{},
 		decision: Decision{From: -1, To: -1},
 	}
@@ -129,7 +130,7 @@ func (e *engine) bootstrap() {
 		a := writable[0]
 		e.decision = Decision{Kind: Adopt, From: -1, To: a,
 			Reason: fmt.Sprintf("instance %d is the only writable instance", a)}
-		e.next = withPrimary(e.next, a, e.decision)
+		e.next = withPrimary(e.next, a, e.status(a).ServerID, e.decision)
 		e.add(Step{Action: ActionSaveRecord, Record: e.next,
 			Why: fmt.Sprintf("no primary is recorded and instance %d is the only writable instance", a)})
 		return
@@ -167,7 +168,7 @@ func (e *engine) bootstrap() {
 		}
 	}
 	e.decision = Decision{Kind: Bootstrap, From: -1, To: 0}
-	e.next = withPrimary(Record{}, 0, e.decision)
+	e.next = withPrimary(Record{}, 0, e.status(0).ServerID, e.decision)
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "bootstrap: instance 0 is the first primary"})
 	e.add(Step{Action: ActionPromote, Instance: 0, SemiSync: e.semiSync(), Why: "bootstrap"})
 	for i := 1; i < e.n; i++ {
@@ -199,6 +200,9 @@ func (e *engine) primaryFailure() string {
 		return fmt.Sprintf("primary %d is unreachable: %v", e.p, o.Err)
 	case o.Unhealthy != "":
 		return fmt.Sprintf("primary %d is unhealthy: %s", e.p, o.Unhealthy)
+	case e.rec.PrimaryServerID != 0 && o.Status.ServerID != e.rec.PrimaryServerID:
+		return fmt.Sprintf("primary %d has lost its data: it answers with server_id %d, not the recorded %d, so "+
+			"its data directory is a new one", e.p, o.Status.ServerID, e.rec.PrimaryServerID)
 	}
 	// A primary that comes back with an empty data directory would otherwise make every replica look errant
 	// and be made writable: the data is on the replicas (MOCO's lostData).
@@ -330,7 +334,8 @@ func (e *engine) failover(reason string) {
 		return
 	}
 
-	e.next = withPrimary(e.next, chosen, Decision{Kind: Failover, From: e.p, Reason: reason})
+	e.next = withPrimary(e.next, chosen, e.status(chosen).ServerID, Decision{Kind: Failover, From: e.p,
+		Reason: reason})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("failover to instance %d", chosen)})
 	e.add(Step{Action: ActionPromote, Instance: chosen, SemiSync: e.semiSync(),
 		Why: "failover: promote once every received transaction is applied"})
@@ -420,7 +425,7 @@ func (e *engine) switchover(r int) {
 	e.add(Step{Action: ActionFence, Instance: e.p, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionWaitForExecuted, Instance: r, Source: e.p, Timeout: e.d.switchoverTimeout(),
 		Why: "switchover: the target must hold every transaction of the fenced primary"})
-	e.next = withPrimary(e.next, r, Decision{Kind: Switchover, From: e.p})
+	e.next = withPrimary(e.next, r, e.status(r).ServerID, Decision{Kind: Switchover, From: e.p})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionPromote, Instance: r, SemiSync: e.semiSync(), Why: "switchover"})
 	for i, o := range e.obs {
@@ -450,12 +455,18 @@ func (e *engine) stopErrantReceivers() {
 
 // repair puts right what is wrong around a primary that answers, and does nothing when nothing is wrong.
 func (e *engine) repair() {
+	pst := e.status(e.p)
+	// A record written before the primary's server_id was kept learns it from a writable primary: a new
+	// server on the primary's ordinal boots read-only, so a writable one is the primary that has served.
+	if e.next.PrimaryServerID == 0 && !readOnly(pst) && pst.Replica == nil {
+		e.next.PrimaryServerID = pst.ServerID
+	}
 	if !e.next.equal(e.rec) {
-		e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "the errant instances changed"})
+		e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "the primary's server_id or the errant " +
+			"instances changed"})
 	}
 	e.stopErrantReceivers()
 
-	pst := e.status(e.p)
 	switch {
 	case pst.Replica != nil:
 		e.add(Step{Action: ActionPromote, Instance: e.p, SemiSync: e.semiSync(),

@@ -816,3 +816,72 @@ func TestDefaultSemiSyncWaitAndQuorum(t *testing.T) {
 			Equal([]int{r.mysqlWait, r.mysqlQuorum, r.mariaWait, r.mariaQuorum}), "%d instances", r.n)
 	}
 }
+
+// The primary's server_id is the identity of its data directory (see Record.PrimaryServerID): a primary that
+// answers with another one is a new server on its ordinal, lost whatever it holds and whoever else answers.
+func TestDecideLostVolume(t *testing.T) {
+	runDecideCases(t, []decideCase{
+		{
+			name: "a new data directory on the primary's ordinal is failed over, even holding transactions",
+			d:    desired(3), rec: record(0),
+			// As an image's entrypoint leaves a new data directory when it logs its set-up.
+			obs: observe(md.build(0, "0-77-2", []option{serverID(77)}),
+				md.replica(1, 0, "0-1-10", connecting()), md.replica(2, 0, "0-1-10", connecting())),
+			want: expect{kind: clustering.FailoverStarted, from: 0, to: -1,
+				reason: "answers with server_id 77, not the recorded 1",
+				steps:  []string{"fence 0", "stop-replica-io 1", "stop-replica-io 2"}},
+		},
+		{
+			name: "a new data directory on the primary's ordinal while the replicas are still starting: never promoted",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.build(0, "0-77-2", []option{serverID(77)}), unreachable(), unreachable()),
+			want: expect{kind: clustering.Refused, reason: "failover refused: primary 0 has lost its data",
+				steps: []string{"fence 0"}},
+		},
+		{
+			name: "the replicas back, the failover goes to the one that holds everything",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.build(0, "0-77-2", []option{serverID(77)}),
+				md.replica(1, 0, "0-1-10", receiverStopped()), md.replica(2, 0, "0-1-9", receiverStopped())),
+			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
+				"fence 0", "save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+			}},
+		},
+	})
+}
+
+func TestDecideKeepsThePrimarysServerID(t *testing.T) {
+	g := NewWithT(t)
+	legacy := clustering.Record{Primary: ptr(0)}
+
+	// A record without the primary's server_id learns it from the writable primary, once.
+	plan := clustering.Decide(desired(2), legacy, observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10")))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Repair))
+	g.Expect(plan.Steps).To(HaveLen(1))
+	g.Expect(plan.Steps[0].Action).To(Equal(clustering.ActionSaveRecord))
+	g.Expect(plan.Record.PrimaryServerID).To(Equal(uint32(1)))
+	plan = clustering.Decide(desired(2), plan.Record, observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10")))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Steady))
+
+	// Not from a read-only one, which may be a new server: it is promoted, as a restarted primary is.
+	plan = clustering.Decide(desired(2), legacy, observe(md.primary(0, "0-1-10", readOnly()), md.replica(1, 0, "0-1-10")))
+	g.Expect(plan.Record.PrimaryServerID).To(BeZero())
+	g.Expect(plan.Steps[0].String()).To(Equal("promote 0 (semi-sync wait 1)"))
+
+	// Every change of primary records the new primary's server_id.
+	plan = clustering.Decide(desired(2), clustering.Record{}, observe(md.fresh(0), md.fresh(1)))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Bootstrap))
+	g.Expect(plan.Record.PrimaryServerID).To(Equal(uint32(1)))
+	plan = clustering.Decide(desired(2), record(0), observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped())))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Failover))
+	g.Expect(plan.Record.PrimaryServerID).To(Equal(uint32(2)))
+	plan = clustering.Decide(desired(2, requestPrimary(1)), record(0),
+		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10")))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Switchover))
+	g.Expect(plan.Record.PrimaryServerID).To(Equal(uint32(2)))
+	plan = clustering.Decide(desired(2), clustering.Record{}, observe(md.primary(0, "0-1-10"), md.fresh(1)))
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Adopt))
+	g.Expect(plan.Record.PrimaryServerID).To(Equal(uint32(1)))
+}
+
+func ptr(i int) *int { return &i }

@@ -26,8 +26,10 @@
 //   - Never two writable instances: any writable instance other than the recorded primary is fenced (its
 //     clients' connections ended, then read-only) before anything else; what becomes of it is decided in the
 //     next pass, from its state once fenced.
-//   - The primary is lost when it does not answer, is marked Unhealthy, or answers with an empty executed set
-//     while another instance holds transactions (a lost volume). Failover, in two passes:
+//   - The primary is lost when it does not answer, is marked Unhealthy, answers with another server_id than
+//     the record keeps (a new data directory on its ordinal: render gives each its own, see
+//     Record.PrimaryServerID), or answers with an empty executed set while another instance holds
+//     transactions (a lost volume, for records from before the server_id was kept). Failover, in two passes:
 //     FailoverStarted fences the old primary if it answers and stops every replica's receiver, so that nothing
 //     more is acknowledged to the old primary (its commits then wait forever: semi-sync never falls back).
 //     Failover then requires FailoverQuorum instances to answer, takes each one's executed ∪ received set

@@ -134,6 +134,14 @@ type Record struct {
 	// Errant lists, ascending, the instances found holding errant transactions. It is recomputed whenever the
 	// primary answers; it is remembered for a failover, when there is no primary to compare with.
 	Errant []int `json:"errant,omitempty"`
+	// PrimaryServerID is the primary's server_id when it was recorded: the identity of its data directory.
+	// Render gives every new data directory a server_id of its own and keeps it on the volume, so a recorded
+	// primary that answers with another server_id is a new server on the primary's ordinal (its volume was
+	// replaced or wiped): it is lost, whatever it holds and whoever else answers. This is the durable fact the
+	// engine decides a lost volume from; an empty executed set is only a hint (a new server may hold the
+	// set-up an image's entrypoint logged). 0 in records written before it existed: the first pass that finds
+	// the primary writable, which a new server never is (it boots read-only), fills it in.
+	PrimaryServerID uint32 `json:"primaryServerID,omitempty"`
 	// Change is how Primary became the primary, saved with it before it turns writable: whichever pass
 	// completes the change (a standby's, when the controller that began it died in its middle) reports it
 	// (Plan.Completed). Nil in records written before it existed.
@@ -159,17 +167,18 @@ func (r Record) PrimaryIndex() int {
 func (r Record) isErrant(i int) bool { return slices.Contains(r.Errant, i) }
 
 func (r Record) equal(o Record) bool {
-	return r.PrimaryIndex() == o.PrimaryIndex() && slices.Equal(r.Errant, o.Errant)
+	return r.PrimaryIndex() == o.PrimaryIndex() && r.PrimaryServerID == o.PrimaryServerID &&
+		slices.Equal(r.Errant, o.Errant)
 }
 
 func (r Record) String() string {
 	return fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
 }
 
-// withPrimary is r with primary p, made so by d.
-func withPrimary(r Record, p int, d Decision) Record {
-	return Record{Primary: &p, Errant: slices.Clone(r.Errant), Change: &Change{Kind: d.Kind, From: d.From,
-		Reason: d.Reason}}
+// withPrimary is r with primary p, whose server_id is id, made so by d.
+func withPrimary(r Record, p int, id uint32, d Decision) Record {
+	return Record{Primary: &p, PrimaryServerID: id, Errant: slices.Clone(r.Errant),
+		Change: &Change{Kind: d.Kind, From: d.From, Reason: d.Reason}}
 }
 
 // Kind names a decision.

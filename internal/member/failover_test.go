@@ -42,6 +42,9 @@ type set struct {
 	e       *env
 	sts     *appsv1.StatefulSet
 	servers *dbpods.Servers
+	// cnf and script are what each server boots with: the rendered my.cnf, and the rendered init script with
+	// the application's database and account.
+	cnf, script string
 
 	mu   sync.Mutex
 	apps map[string]*sql.DB
@@ -57,7 +60,7 @@ func (e *env) startSet(name string, n int, opts ...mysqltest.Option) *set {
 	objs := renderSet(e.t, name, "uid-"+name, n)
 	cnf := objs.ConfigMap.Data[render.MyCnfKey]
 	script := string(objs.Secret.Data[v1alpha1.InitScriptKey]) + appScript
-	s := &set{e: e, servers: dbpods.New(e.t, opts...), apps: map[string]*sql.DB{}}
+	s := &set{e: e, servers: dbpods.New(e.t, opts...), apps: map[string]*sql.DB{}, cnf: cnf, script: script}
 	addrs := make([]clustering.Address, n)
 	for i := range n {
 		srv := s.servers.StartWithRoot(fmt.Sprintf("%s-%d", name, i), cnf, script, rootPassword)

@@ -171,11 +171,12 @@ func (MariaDBFlavor) SetReadOnly(ctx context.Context, db DB, on bool) error {
 	return nil
 }
 
-// ChangeSource resumes from gtid_slave_pos, the last transaction the applier applied. A former primary needs
-// nothing more: its own transactions come back from its new source carrying its own server_id, and the
-// receiver skips those (replicate_same_server_id is off) instead of applying them twice. That makes unique server_ids across the whole replicated set, members of other clusters included, a
-// requirement. Check a former primary for errant transactions before you re-point it: with gtid_strict_mode
-// its replication stops at the first divergence.
+// ChangeSource resumes from gtid_slave_pos, the last transaction the applier applied. Whether the receiver
+// skips events that carry its own server_id depends on the engine and on semi-sync (see render.ServerIDScript),
+// so no guarantee rests on it: every data directory has a server_id of its own, unique across the whole
+// replicated set, members of other clusters included, and a server never receives another's transactions
+// under its own server_id. Check a former primary for errant transactions before you re-point it: with
+// gtid_strict_mode its replication stops at the first divergence.
 func (MariaDBFlavor) ChangeSource(ctx context.Context, db DB, src Source) error {
 	stmt := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %d, MASTER_USER = %s, "+
 		"MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
@@ -256,7 +257,10 @@ func (MariaDBFlavor) ConfigureSemiSyncReplica(ctx context.Context, db DB, on boo
 
 // WaitForGTIDSet alternates MASTER_GTID_WAIT, which waits for the applier's position (gtid_slave_pos), with
 // a look at the executed set, which also counts what the server wrote itself: MASTER_GTID_WAIT alone would
-// wait forever on a primary for its own transactions.
+// wait forever on a primary for its own transactions. It is done when the executed set holds every
+// (domain, server_id) run of set, not when its position per domain is as far: a server that lacks a whole run
+// (one server_id's transactions, skipped or never received) can be ahead by position, and promoting it would
+// lose that run.
 func (f MariaDBFlavor) WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, timeout time.Duration) error {
 	pos := mariadbPosition(set)
 	deadline := time.Now().Add(timeout)
@@ -265,7 +269,7 @@ func (f MariaDBFlavor) WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, t
 		if err != nil {
 			return err
 		}
-		if executed.Contains(set) {
+		if set.Subtract(executed).IsEmpty() {
 			return nil
 		}
 		left := time.Until(deadline)

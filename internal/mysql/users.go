@@ -95,14 +95,19 @@ func userStatements(u User, adminGrants []string) ([]string, error) {
 	return stmts, nil
 }
 
-// InitScript is an SQL script that creates users on one server as it is first initialised (the official
-// images run /docker-entrypoint-initdb.d/*.sql in one client session), with the binary log off for that
-// session: every server of a set creates them for itself, so they are no server's transactions, and no
-// replica holds them as errant transactions. It runs as root, which may set sql_log_bin.
-func InitScript(f Flavor, users ...User) (string, error) {
+// InitScript is an SQL script that creates databases and users on one server as it is first initialised (the
+// official images run /docker-entrypoint-initdb.d/*.sql in one client session), with the binary log off for
+// that session: every server of a set creates them for itself, so they are no server's transactions, and no
+// replica holds them as errant transactions. (The images' own MYSQL_DATABASE and MYSQL_USER would be logged:
+// their entrypoints create those with the binary log on.) It runs as root, which may set sql_log_bin.
+func InitScript(f Flavor, databases []string, users ...User) (string, error) {
 	var b strings.Builder
-	b.WriteString("-- Written by mysqlfleet: the accounts of the member controller and of replication.\n")
+	b.WriteString("-- Written by mysqlfleet: the accounts of the member controller and of replication, and the\n")
+	b.WriteString("-- application's database and account.\n")
 	b.WriteString("SET SESSION sql_log_bin = 0;\n")
+	for _, d := range databases {
+		b.WriteString("CREATE DATABASE IF NOT EXISTS " + quoteIdent(d) + ";\n")
+	}
 	for _, u := range users {
 		stmts, err := f.UserStatements(u)
 		if err != nil {

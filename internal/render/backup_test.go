@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,12 +253,49 @@ func TestMySQLScriptsRun(t *testing.T) {
 				"docker-entrypoint.sh": "#!/bin/sh\necho \"$@\"\n",
 				"mysqladmin":           "#!/bin/sh\necho \"$MYSQL_PWD $*\"\n",
 			})
-			for pod, want := range map[string]string{"orders-0": "1000", "orders-2": "1002", "my-db-8": "1008"} {
+			// The volume is a directory of the test's: the script names the mount path once.
+			volume := t.TempDir()
+			ctr.Command[2] = strings.ReplaceAll(ctr.Command[2], DataMountPath, volume)
+			idFile := filepath.Join(volume, "server-id")
+			start := func(pod string) (id int) {
 				out, err := e.run(shell, ctr, "POD_NAME="+pod)
 				g.Expect(err).NotTo(HaveOccurred(), out)
-				g.Expect(out).To(Equal("mysqld --server-id=" + want + " --report-host=" + pod + "\n"))
+				_, err = fmt.Sscanf(out, "mysqld --server-id=%d --report-host="+pod+"\n", &id)
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				kept, err := os.ReadFile(idFile)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(string(kept)).To(Equal(fmt.Sprintf("%d\n", id)), "the server-id is kept on the volume")
+				return id
 			}
-			out, err := e.run(shell, ctr, "POD_NAME=orders")
+			initialise := func() { g.Expect(os.MkdirAll(filepath.Join(volume, "data", "mysql"), 0o755)).To(Succeed()) }
+
+			// A new data directory gets an identity of its own each time it is new, never the ordinal's.
+			first := start("orders-0")
+			g.Expect(first).To(BeNumerically(">=", 65536))
+			g.Expect(first).To(BeNumerically("<=", uint32(1<<32-1)))
+			second := start("orders-0")
+			g.Expect(second).NotTo(Equal(first), "a data directory that was never initialised is a new one")
+			// Once initialised, it keeps it across restarts.
+			initialise()
+			g.Expect(start("orders-0")).To(Equal(second))
+			g.Expect(start("orders-0")).To(Equal(second))
+			// Wiped: a new identity.
+			g.Expect(os.RemoveAll(filepath.Join(volume, "data"))).To(Succeed())
+			third := start("orders-0")
+			g.Expect(third).NotTo(BeElementOf(first, second))
+			// A data directory from before the file keeps the server-id it ran with, 1000 + ordinal.
+			initialise()
+			for pod, want := range map[string]int{"orders-0": 1000, "orders-2": 1002, "my-db-8": 1008} {
+				g.Expect(os.Remove(idFile)).To(Succeed())
+				g.Expect(start(pod)).To(Equal(want))
+				g.Expect(start(pod)).To(Equal(want))
+			}
+			g.Expect(os.WriteFile(idFile, []byte("x1\n"), 0o644)).To(Succeed())
+			out, err := e.run(shell, ctr, "POD_NAME=orders-0")
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(out).To(ContainSubstring("holds no server-id"))
+
+			out, err = e.run(shell, ctr, "POD_NAME=orders")
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(out).To(ContainSubstring("cannot read the StatefulSet ordinal"))
 

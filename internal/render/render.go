@@ -374,11 +374,22 @@ func namespace(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.Namespace
 
 // secret holds the passwords in data rather than stringData: stringData is write-only, so a live Secret would never
 // look like the desired one and every pass would re-apply it. It also holds the script that creates the member
-// controller's and replication's accounts on every server at first start (see v1alpha1.InitScriptKey).
+// controller's and replication's accounts, and spec.database and spec.user, on every server at first start,
+// out of the binary log (see v1alpha1.InitScriptKey and mysql.InitScript).
 func secret(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials) (*corev1ac.SecretApplyConfiguration, error) {
-	script, err := mysql.InitScript(flavor(c),
-		mysql.User{Kind: mysql.AdminUser, Name: v1alpha1.AdminUser, Password: creds.AdminPassword},
-		mysql.User{Kind: mysql.ReplicationUser, Name: v1alpha1.ReplicationUser, Password: creds.ReplicationPassword})
+	users := []mysql.User{
+		{Kind: mysql.AdminUser, Name: v1alpha1.AdminUser, Password: creds.AdminPassword},
+		{Kind: mysql.ReplicationUser, Name: v1alpha1.ReplicationUser, Password: creds.ReplicationPassword},
+	}
+	var databases []string
+	if c.Spec.Database != "" {
+		databases = append(databases, c.Spec.Database)
+	}
+	if c.Spec.User != "" {
+		users = append(users, mysql.User{Kind: mysql.ApplicationUser, Name: c.Spec.User, Password: creds.Password,
+			Database: c.Spec.Database})
+	}
+	script, err := mysql.InitScript(flavor(c), databases, users...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -292,10 +292,14 @@ func TestSecret(t *testing.T) {
 		v1alpha1.AdminPasswordKey:       []byte(creds.AdminPassword),
 		v1alpha1.ReplicationPasswordKey: []byte(creds.ReplicationPassword),
 	}))
-	// The accounts' script: the binary log off first, so that no server holds the accounts as a transaction of
-	// its own; then the admin and replication accounts with their passwords.
+	// The accounts' script: the binary log off first, so that no server holds the accounts, the database or
+	// the application's user as a transaction of its own; then the admin and replication accounts with their
+	// passwords, the database and the application's user.
 	lines := strings.Split(strings.TrimSpace(script), "\n")
-	g.Expect(lines[1]).To(Equal("SET SESSION sql_log_bin = 0;"))
+	g.Expect(lines[2]).To(Equal("SET SESSION sql_log_bin = 0;"))
+	g.Expect(script).To(ContainSubstring("\nCREATE DATABASE IF NOT EXISTS `shop`;\n"))
+	g.Expect(script).To(ContainSubstring("CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY '" + userPassword + "';"))
+	g.Expect(script).To(ContainSubstring("GRANT ALL PRIVILEGES ON `shop`.* TO 'app'@'%';"))
 	g.Expect(script).To(ContainSubstring("CREATE USER IF NOT EXISTS 'mysqlfleet_admin'@'%' IDENTIFIED BY '" +
 		creds.AdminPassword + "';"))
 	g.Expect(script).To(ContainSubstring("GRANT REPLICATION SLAVE ON *.* TO 'mysqlfleet_repl'@'%';"))
@@ -303,6 +307,7 @@ func TestSecret(t *testing.T) {
 
 	s = mustRender(t, cluster(), awsMember).Secret
 	g.Expect(s.Data).NotTo(HaveKey(v1alpha1.PasswordKey), "no user, no user password")
+	g.Expect(string(s.Data[v1alpha1.InitScriptKey])).NotTo(ContainSubstring("CREATE DATABASE"))
 }
 
 func TestPasswordsOnlyInSecret(t *testing.T) {
@@ -416,17 +421,11 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(env).To(HaveKey("POD_NAME"))
 	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Name).To(Equal("orders-credentials"))
 	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(v1alpha1.RootPasswordKey))
-	g.Expect(*env["MYSQL_DATABASE"].Value).To(Equal("shop"))
-	g.Expect(*env["MYSQL_USER"].Value).To(Equal("app"))
-	g.Expect(*env["MYSQL_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(v1alpha1.PasswordKey))
+	// Database and user are the init script's, never the image's MYSQL_DATABASE and MYSQL_USER, which its
+	// entrypoint would create with the binary log on (see TestSecret).
+	g.Expect(env).To(HaveLen(2))
 
-	// Without database and user, the image's optional variables are left out.
 	ctr = mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template.Spec.Containers[0]
-	names := []string{}
-	for _, e := range ctr.Env {
-		names = append(names, *e.Name)
-	}
-	g.Expect(names).To(ConsistOf("POD_NAME", "MYSQL_ROOT_PASSWORD"))
 	g.Expect(ctr.Resources).To(BeNil())
 }
 

@@ -33,21 +33,53 @@ const (
 	initScriptFile = "mysqlfleet-accounts.sql"
 )
 
-// serverScript starts the image's entrypoint with a server-id unique among the member's Pods: 1000 plus the
-// ordinal at the end of the Pod's name (server-id 0 would refuse replication, so the ordinal alone will not do),
-// and the Pod's name as report_host, by which replicas show in SHOW SLAVE HOSTS and backups record their source.
-// The entrypoint then initialises the data directory on first start (root password, database, user) and execs
-// the server (mysqld or mariadbd), which replaces the shell so that it receives SIGTERM.
+// ServerIDScript sets server_id to the identity of the data directory $datadir on the volume mounted at
+// $volume, for the StatefulSet ordinal $ordinal, and keeps it in a file on the volume beside the data directory:
+//   - a new data directory (no system tables yet) gets a server_id of its own, random in 65536..2^32-1, whatever
+//     the file held: a server rebuilt on an ordinal never shares its predecessor's identity. A receiver may
+//     skip events that carry its own server_id (MySQL does unless replicate_same_server_id; MariaDB 10.11
+//     does when it is not a semi-sync replica, measured), so a rebuilt former primary with its predecessor's
+//     server_id could silently skip the predecessor's transactions; and the member controller tells a replaced
+//     primary volume by its server_id (see clustering.Record.PrimaryServerID);
+//   - an initialised data directory keeps the server_id in the file, or, for one that predates the file,
+//     the 1000 + ordinal it has run with, written to the file so that it stays.
 //
-// Kubernetes expands $(NAME) in command and args when NAME is a variable of the container; the $(( )) here names
-// none, so it reaches the shell unchanged.
+// The file is written with a rename, so that it is whole or absent. It is POSIX sh (dash and busybox run it).
+// Test rigs that boot servers for Pods run it too (internal/testfleet/dbpods).
+const ServerIDScript = `id_file="$volume/server-id"
+if [ -d "$datadir/mysql" ] && [ -s "$id_file" ]; then
+  server_id=$(cat "$id_file")
+elif [ -d "$datadir/mysql" ]; then
+  server_id=$((1000 + ordinal))
+else
+  server_id=$(( $(od -An -N4 -tu4 /dev/urandom) | 65536 ))
+fi
+case "$server_id" in
+''|*[!0-9]*) echo "$id_file holds no server-id: '$server_id'" >&2; exit 1 ;;
+esac
+if [ "$(cat "$id_file" 2>/dev/null)" != "$server_id" ]; then
+  printf '%s\n' "$server_id" >"$id_file.new"
+  mv "$id_file.new" "$id_file"
+fi
+`
+
+// serverScript starts the image's entrypoint with the data directory's own server-id (ServerIDScript, from the
+// ordinal at the end of the Pod's name), and the Pod's name as report_host, by which replicas show in SHOW
+// SLAVE HOSTS and backups record their source. The entrypoint then initialises the data directory on first start
+// (root password, then the credentials Secret's init script) and execs the server (mysqld or mariadbd), which
+// replaces the shell so that it receives SIGTERM.
+//
+// Kubernetes expands $(NAME) in command and args when NAME is a variable of the container; the $(( )) and $( )
+// here name none, so they reach the shell unchanged.
 func serverScript(server string) string {
 	return `set -eu
 ordinal="${POD_NAME##*-}"
 case "$ordinal" in
 ''|*[!0-9]*) echo "cannot read the StatefulSet ordinal from Pod name $POD_NAME" >&2; exit 1 ;;
 esac
-exec docker-entrypoint.sh ` + server + ` --server-id="$((1000 + ordinal))" --report-host="$POD_NAME"
+volume=` + DataMountPath + `
+datadir=` + DataDir + `
+` + ServerIDScript + `exec docker-entrypoint.sh ` + server + ` --server-id="$server_id" --report-host="$POD_NAME"
 `
 }
 
@@ -186,14 +218,9 @@ func mysqlEnv(c *v1alpha1.MySQLCluster) []*corev1ac.EnvVarApplyConfiguration {
 			WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.name"))),
 		secretEnv("MYSQL_ROOT_PASSWORD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
 	}
-	if c.Spec.Database != "" {
-		env = append(env, corev1ac.EnvVar().WithName("MYSQL_DATABASE").WithValue(c.Spec.Database))
-	}
-	if c.Spec.User != "" {
-		env = append(env,
-			corev1ac.EnvVar().WithName("MYSQL_USER").WithValue(c.Spec.User),
-			secretEnv("MYSQL_PASSWORD", c.CredentialsSecretName(), v1alpha1.PasswordKey))
-	}
+	// Not MYSQL_DATABASE and MYSQL_USER: the images' entrypoints create those with the binary log on, which
+	// would give every new server transactions of its own (errant on a replica, and a new primary volume
+	// that does not look empty). The init script creates them, unlogged (see secret).
 	return env
 }
 

@@ -63,6 +63,8 @@ type Option func(*config)
 
 type config struct {
 	args []string
+	// serverID, when not 0, is the server's server_id (WithServerID).
+	serverID uint32
 	// podIP: listen on port 3306 of an address of the server's own (OnPodIP).
 	podIP bool
 }
@@ -72,6 +74,10 @@ type config struct {
 // running as in production (reaching each Pod at its IP on port 3306) then reaches it with no test seam at
 // all. It fails when something listens on port 3306 of every loopback address (0.0.0.0:3306).
 func OnPodIP() Option { return func(c *config) { c.podIP = true } }
+
+// WithServerID gives the server this server_id, as a Pod's data directory has its own (render.ServerIDScript),
+// instead of one counted by the test binary. It is for Start: StartN would give its servers all the same one.
+func WithServerID(id uint32) Option { return func(c *config) { c.serverID = id } }
 
 // WithArgs adds mariadbd command-line options (--name=value), after the defaults so that they win.
 func WithArgs(args ...string) Option {
@@ -263,8 +269,12 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	if err != nil {
 		return nil, err
 	}
+	id := cfg.serverID
+	if id == 0 {
+		id = nextServerID.Add(1)
+	}
 	s := &Server{
-		ServerID: nextServerID.Add(1),
+		ServerID: id,
 		Host:     host,
 		Port:     port,
 		Socket:   socket,
@@ -396,11 +406,31 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a frozen server takes SIGTERM only once resumed
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-exited
+	}
+}
+
+// Freeze stops the server's process (SIGSTOP): it keeps its connections and its state, and answers nothing, as
+// a server that is paused, swapping or still in crash recovery. Thaw resumes it. A frozen server is still
+// killed when the test ends.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	cmd, _ := s.process()
+	if cmd == nil || s.stopped.Load() {
+		s.t.Fatalf("mysqltest: server %d is not running", s.ServerID)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("mysqltest: %s to server %d: %v", sig, s.ServerID, err)
 	}
 }
 

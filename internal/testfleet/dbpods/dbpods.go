@@ -8,7 +8,11 @@ package dbpods
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // Servers maps Pod names to the servers standing behind them.
@@ -67,9 +72,10 @@ func (p *Servers) StartWithRoot(pod, cnf, script, rootPassword string) *mysqltes
 	if old := p.Server(pod); old != nil {
 		old.Kill()
 	}
-	// report_host is the Pod's name, as the rendered command line sets it.
+	// report_host is the Pod's name, and server_id the new data directory's own, as the rendered command line
+	// sets them.
 	s := mysqltest.Start(p.t, append(slices.Clone(p.opts), mysqltest.WithOptionFile(cnf),
-		mysqltest.WithArgs("--report-host="+pod))...)
+		mysqltest.WithServerID(p.serverID(pod)), mysqltest.WithArgs("--report-host="+pod))...)
 	if script != "" {
 		db, err := sql.Open("mysql", s.RootDSN()+"?multiStatements=true")
 		if err != nil {
@@ -84,6 +90,25 @@ func (p *Servers) StartWithRoot(pod, cnf, script, rootPassword string) *mysqltes
 	p.byPod[pod] = s
 	p.mu.Unlock()
 	return s
+}
+
+// serverID runs the rendered server command's identity script (render.ServerIDScript) for a new volume of the
+// Pod, as the Pod's container does before the image's entrypoint initialises the data directory.
+func (p *Servers) serverID(pod string) uint32 {
+	p.t.Helper()
+	volume := p.t.TempDir()
+	ordinal := pod[strings.LastIndex(pod, "-")+1:]
+	cmd := exec.Command("sh", "-c", "set -eu\n"+render.ServerIDScript+`echo "$server_id"`)
+	cmd.Env = append(os.Environ(), "volume="+volume, "datadir="+filepath.Join(volume, "data"), "ordinal="+ordinal)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("dbpods: the server-id script failed for %s: %v: %s", pod, err, out)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 32)
+	if err != nil {
+		p.t.Fatalf("dbpods: the server-id script printed %q for %s: %v", out, pod, err)
+	}
+	return uint32(id)
 }
 
 // Server is the server behind the Pod, nil if none was started.

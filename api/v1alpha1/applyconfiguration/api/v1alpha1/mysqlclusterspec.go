@@ -51,10 +51,11 @@ type MySQLClusterSpecApplyConfiguration struct {
 	Config map[string]string `json:"config,omitempty"`
 	// ServiceType of the client Service.
 	ServiceType *v1.ServiceType `json:"serviceType,omitempty"`
-	// Database is created at first start, as the MySQL image's MYSQL_DATABASE does.
+	// Database is created on every server at its first start, out of the binary log (not through the image's
+	// MYSQL_DATABASE, which would log it as the new server's own transaction).
 	Database *string `json:"database,omitempty"`
-	// User is created at first start with all privileges on database, as the MySQL image's MYSQL_USER does. Its
-	// password is generated once on the hub and is the same in every member.
+	// User is created on every server at its first start, out of the binary log, with all privileges on
+	// database. Its password is generated once on the hub and is the same in every member.
 	User *string `json:"user,omitempty"`
 	// Placement chooses the members this database runs in.
 	Placement *PlacementApplyConfiguration `json:"placement,omitempty"`
