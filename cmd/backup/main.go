@@ -35,6 +35,9 @@
 //	--pod         BACKUP_SOURCE_POD  the database Pod dumped (not the Job's own Pod), recorded in the manifest;
 //	                                 default the server's @@hostname, which is its Pod's name
 //	--retention   BACKUP_RETENTION   backups to keep (backup, prune); 0 with backup keeps all
+//	--max-run-duration BACKUP_MAX_RUN_DURATION  the longest a backup may take (default 24h): backup writes no
+//	                                 manifest past it, and prune deletes data without a manifest only once it is
+//	                                 older (see backup.Prune); every runner on one store needs the same
 //	--name        BACKUP_RESTORE_NAME backup to restore (restore)
 //	--new-cluster BACKUP_NEW_CLUSTER  restore as a new set's own history (see internal/backup) (restore)
 //	--wait        BACKUP_WAIT        wait this long for the server to answer before restoring (restore)
@@ -86,6 +89,7 @@ type options struct {
 	store                                          backup.StoreConfig
 	cluster, namespace, member, pod                string
 	retention                                      int
+	maxRunDuration                                 time.Duration
 	name, output                                   string
 	newCluster                                     bool
 	wait                                           time.Duration
@@ -126,6 +130,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.member, "member", env("BACKUP_MEMBER", ""), "member cluster, recorded in the manifest")
 	fs.StringVar(&o.pod, "pod", env("BACKUP_SOURCE_POD", ""), "the dumped database Pod, recorded in the manifest")
 	fs.IntVar(&o.retention, "retention", envInt("BACKUP_RETENTION", 0), "backups to keep")
+	maxRun, _ := time.ParseDuration(env("BACKUP_MAX_RUN_DURATION", backup.DefaultMaxRunDuration.String()))
+	fs.DurationVar(&o.maxRunDuration, "max-run-duration", maxRun, "the longest a backup may take (backup, prune)")
 	fs.StringVar(&o.name, "name", env("BACKUP_RESTORE_NAME", ""), "backup to restore (default: the newest)")
 	fs.StringVar(&o.output, "output", env("BACKUP_OUTPUT", "table"), "table or json")
 	fs.BoolVar(&o.newCluster, "new-cluster", env("BACKUP_NEW_CLUSTER", "") == "true", "restore as a new set's own history")
@@ -282,7 +288,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// A prune that fails leaves more backups than the retention, which the next backup prunes again: the
 		// backup taken stands, and the Job is not retried for it (a retry would take another).
 		if o.retention > 0 {
-			if err := prune(ctx, store, o.retention, stderr); err != nil {
+			if err := prune(ctx, store, &o, stderr); err != nil {
 				r.Warning = "the backup is stored, but pruning older backups failed: " + err.Error()
 				_, _ = fmt.Fprintln(stderr, r.Warning)
 			}
@@ -333,7 +339,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if o.retention < 1 {
 			return errors.New("prune needs --retention (BACKUP_RETENTION) of at least 1")
 		}
-		return prune(ctx, store, o.retention, stderr)
+		return prune(ctx, store, &o, stderr)
 	}
 }
 
@@ -357,7 +363,7 @@ func takeBackup(ctx context.Context, o *options, store backup.Store, stderr io.W
 	}
 	_, _ = fmt.Fprintf(stderr, "Dumping %s (%s)\n", pod, firstNonEmpty(src.Conn.Host, src.Conn.Socket))
 	return backup.Run(ctx, backup.Options{Source: src, Store: store, Cluster: o.cluster,
-		Namespace: o.namespace, Member: o.member, Pod: pod, Stderr: stderr})
+		Namespace: o.namespace, Member: o.member, Pod: pod, Stderr: stderr, MaxRunDuration: o.maxRunDuration})
 }
 
 // restore loads a backup into the server, once it answers.
@@ -411,8 +417,8 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-func prune(ctx context.Context, store backup.Store, keep int, log io.Writer) error {
-	deleted, err := backup.Prune(ctx, store, keep)
+func prune(ctx context.Context, store backup.Store, o *options, log io.Writer) error {
+	deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: o.retention, MaxRunDuration: o.maxRunDuration})
 	for _, m := range deleted {
 		_, _ = fmt.Fprintf(log, "Deleted backup %s\n", m.Name)
 	}

@@ -104,8 +104,8 @@ func (s *AzureStore) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	return resp.Body, nil
 }
 
-func (s *AzureStore) List(ctx context.Context) ([]string, error) {
-	var keys []string
+func (s *AzureStore) List(ctx context.Context) ([]Object, error) {
+	var objs []Object
 	lp := listPrefix(s.prefix)
 	p := s.client.NewListBlobsFlatPager(s.container, &azblob.ListBlobsFlatOptions{Prefix: &lp})
 	for p.More() {
@@ -114,12 +114,17 @@ func (s *AzureStore) List(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("failed to list %s: %w", s, err)
 		}
 		for _, b := range page.Segment.BlobItems {
-			if b.Name != nil {
-				keys = append(keys, (*b.Name)[len(lp):])
+			if b.Name == nil {
+				continue
 			}
+			o := Object{Key: (*b.Name)[len(lp):]}
+			if b.Properties != nil && b.Properties.LastModified != nil {
+				o.LastModified = *b.Properties.LastModified
+			}
+			objs = append(objs, o)
 		}
 	}
-	return keys, nil
+	return objs, nil
 }
 
 func (s *AzureStore) Delete(ctx context.Context, key string) error {

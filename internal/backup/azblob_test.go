@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
@@ -32,6 +33,7 @@ type fakeBlob struct {
 
 	mu        sync.Mutex
 	blobs     map[string][]byte
+	modified  map[string]time.Time
 	blocks    map[string]map[string][]byte
 	log       []string
 	badAuth   []string
@@ -40,7 +42,7 @@ type fakeBlob struct {
 
 func newFakeBlob(t *testing.T) (*fakeBlob, *httptest.Server) {
 	f := &fakeBlob{t: t, container: "backups", account: "devaccount", blobs: map[string][]byte{},
-		blocks: map[string]map[string][]byte{}}
+		modified: map[string]time.Time{}, blocks: map[string]map[string][]byte{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
@@ -101,22 +103,23 @@ func (f *fakeBlob) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			data = append(data, b...)
 		}
 		delete(f.blocks, blob)
-		f.blobs[blob] = data
+		f.blobs[blob], f.modified[blob] = data, time.Now()
 		f.log = append(f.log, "commit "+blob)
 		w.Header().Set("ETag", fmt.Sprintf(`"%d"`, len(f.log)))
 		w.WriteHeader(http.StatusCreated)
 	case r.Method == http.MethodPut && q.Get("comp") == "" && r.Header.Get("x-ms-blob-type") == "BlockBlob":
 		// Put Blob: the client uploads what fits in one block in one request, as a committed blob at once.
 		body, _ := io.ReadAll(r.Body)
-		f.blobs[blob] = body
+		f.blobs[blob], f.modified[blob] = body, time.Now()
 		f.log = append(f.log, "put "+blob)
 		w.Header().Set("ETag", fmt.Sprintf(`"%d"`, len(f.log)))
 		w.WriteHeader(http.StatusCreated)
 	case r.Method == http.MethodGet && q.Get("comp") == "list":
 		prefix := q.Get("prefix")
 		type item struct {
-			Name string `xml:"Name"`
-			Size int    `xml:"Properties>Content-Length"`
+			Name     string `xml:"Name"`
+			Size     int    `xml:"Properties>Content-Length"`
+			Modified string `xml:"Properties>Last-Modified"`
 		}
 		var res struct {
 			XMLName xml.Name `xml:"EnumerationResults"`
@@ -133,7 +136,8 @@ func (f *fakeBlob) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}) {
 			if strings.HasPrefix(name, prefix) {
-				res.Blobs = append(res.Blobs, item{Name: name, Size: len(f.blobs[name])})
+				res.Blobs = append(res.Blobs, item{Name: name, Size: len(f.blobs[name]),
+					Modified: f.modified[name].UTC().Format(http.TimeFormat)})
 			}
 		}
 		w.Header().Set("Content-Type", "application/xml")
@@ -154,6 +158,7 @@ func (f *fakeBlob) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		delete(f.blobs, blob)
+		delete(f.modified, blob)
 		f.log = append(f.log, "delete "+blob)
 		w.WriteHeader(http.StatusAccepted)
 	default:
@@ -243,7 +248,8 @@ func TestAzureStoreAtTheHTTPLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = len(fake.events())
-	if deleted, err := backup.Prune(ctx, store, 1); err != nil || len(deleted) != 1 || deleted[0].Name != m.Name {
+	if deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 1}); err != nil || len(deleted) != 1 ||
+		deleted[0].Name != m.Name {
 		t.Fatalf("pruned %v, %v; want %s", names(deleted), err, m.Name)
 	}
 	if got := fake.events()[before:]; !slices.Equal(got, []string{"delete " + manifest, "delete " + data}) {
@@ -251,6 +257,36 @@ func TestAzureStoreAtTheHTTPLevel(t *testing.T) {
 	}
 	if listed, err := backup.List(ctx, store); err != nil || len(listed) != 1 || listed[0].Name != second.Name {
 		t.Errorf("listed %v, %v; want only %s", names(listed), err, second.Name)
+	}
+
+	// Data without a manifest, older than the newest backup, is kept while its run may still be writing its
+	// manifest, as the list's Last-Modified says, and deleted after.
+	const abandoned = "20000101T000000000Z.sql.gz"
+	if err := store.Put(ctx, abandoned, strings.NewReader("partial")); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.LastModified.IsZero() {
+			t.Errorf("%s listed without its Last-Modified", o.Key)
+		}
+	}
+	before = len(fake.events())
+	if _, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.events()[before:]; len(got) != 0 {
+		t.Errorf("a prune made %v; want nothing while the data's run may still be going", got)
+	}
+	later := func() time.Time { return time.Now().Add(backup.DefaultMaxRunDuration + 2*time.Hour) }
+	if _, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 1, Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.events()[before:]; !slices.Equal(got, []string{"delete eu-1/shop/orders/" + abandoned}) {
+		t.Errorf("a prune after the runs' bound made %v; want the abandoned data deleted", got)
 	}
 }
 

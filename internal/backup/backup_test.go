@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
@@ -73,11 +74,11 @@ func targets(t *testing.T) []target {
 			name: "gcs",
 			open: func(t *testing.T) backup.Store { return gcs.store(t, prefix(t)) },
 			objects: func(t *testing.T, s backup.Store) []string {
-				keys, err := s.List(context.Background())
+				objs, err := s.List(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
-				return keys
+				return keys(objs)
 			},
 		},
 	}
@@ -389,6 +390,14 @@ func expectOnly(t *testing.T, tt target, store backup.Store, good *backup.Manife
 	}
 }
 
+func keys(objs []backup.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Key)
+	}
+	return out
+}
+
 func names(ms []backup.Manifest) []string {
 	var out []string
 	for _, m := range ms {
@@ -412,11 +421,35 @@ func TestRetentionKeepsExactlyN(t *testing.T) {
 				}
 				taken = append(taken, m.Name)
 			}
-			// A data object left by a backup killed before its manifest, older than the newest backup.
+			// A data object without a manifest, older than the newest backup: left by a backup killed before
+			// its manifest, or a run's still in progress.
+			before := time.Now()
 			if err := store.Put(ctx, "20000101T000000000Z.sql.gz", strings.NewReader("partial")); err != nil {
 				t.Fatal(err)
 			}
-			deleted, err := backup.Prune(ctx, store, 2)
+			after := time.Now()
+			// The store dates it, by its server's clock (this machine's here; S3 keeps whole seconds).
+			objs, err := store.List(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(objs, func(o backup.Object) bool { return o.Key == "20000101T000000000Z.sql.gz" })
+			if i < 0 {
+				t.Fatalf("the store lists %v", keys(objs))
+			}
+			if lm := objs[i].LastModified; lm.Before(before.Add(-5*time.Second)) || lm.After(after.Add(5*time.Second)) {
+				t.Errorf("the object written between %v and %v is dated %v", before, after, lm)
+			}
+			// Just written, it may be a run's waiting for its manifest: a prune now keeps it.
+			if deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 5}); err != nil || len(deleted) != 0 {
+				t.Fatalf("pruned %v, %v; want nothing", names(deleted), err)
+			}
+			if objs, err := store.List(ctx); err != nil || !slices.Contains(keys(objs), "20000101T000000000Z.sql.gz") {
+				t.Fatalf("a prune deleted data that may be in flight: the store lists %v, %v", keys(objs), err)
+			}
+			// It is pruned once no run can still be writing it: a clock past the runs' bound shows that.
+			later := func() time.Time { return time.Now().Add(backup.DefaultMaxRunDuration + 2*time.Hour) }
+			deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 2, Now: later})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,15 +465,15 @@ func TestRetentionKeepsExactlyN(t *testing.T) {
 			}
 			want := []string{taken[3] + ".manifest.json", taken[3] + ".sql.gz", taken[4] + ".manifest.json",
 				taken[4] + ".sql.gz"}
-			keys, err := store.List(ctx)
+			objs, err = store.List(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := slices.Sorted(slices.Values(keys)); !slices.Equal(got, want) {
+			if got := slices.Sorted(slices.Values(keys(objs))); !slices.Equal(got, want) {
 				t.Errorf("the store holds %v, want %v", got, want)
 			}
 			// Pruning again deletes nothing.
-			if deleted, err := backup.Prune(ctx, store, 2); err != nil || len(deleted) != 0 {
+			if deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: 2, Now: later}); err != nil || len(deleted) != 0 {
 				t.Errorf("a second prune deleted %v, %v", names(deleted), err)
 			}
 		})

@@ -85,8 +85,8 @@ func (d DirStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func (d DirStore) List(_ context.Context) ([]string, error) {
-	var keys []string
+func (d DirStore) List(_ context.Context) ([]Object, error) {
+	var objs []Object
 	err := filepath.WalkDir(d.Dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p == d.Dir && errors.Is(err, fs.ErrNotExist) {
@@ -108,13 +108,20 @@ func (d DirStore) List(_ context.Context) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		keys = append(keys, filepath.ToSlash(rel))
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted since the directory was read
+		}
+		if err != nil {
+			return err
+		}
+		objs = append(objs, Object{Key: filepath.ToSlash(rel), LastModified: info.ModTime()})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to list %s: %w", d.Dir, err)
 	}
-	return keys, nil
+	return objs, nil
 }
 
 func (d DirStore) Delete(_ context.Context, key string) error {

@@ -19,7 +19,11 @@
 // The manifest is written only after the dump tool exited 0, the position was read and the data object was
 // stored whole, and listing reads manifests only: an interrupted backup is never listed, never restored and
 // never counted. Prune keeps the newest N by manifest and deletes manifest then data, and removes data objects
-// without a manifest that are older than the newest backup.
+// without a manifest that are older than the newest backup and than any run can be: a run takes at most
+// MaxRunDuration (24 hours by default) and writes no manifest past it, and Prune deletes such an object only
+// when its store dates it longer ago than that, plus an hour for clocks. Runs may overlap (a backup asked for
+// now is not the CronJob's Job, whose Forbid policy does not see it): one run's prune never deletes the data
+// of another that has stored it and is about to write its manifest.
 //
 // # Restore
 //

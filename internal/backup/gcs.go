@@ -92,19 +92,24 @@ func (s *GCSStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return r, nil
 }
 
-func (s *GCSStore) List(ctx context.Context) ([]string, error) {
-	var keys []string
+func (s *GCSStore) List(ctx context.Context) ([]Object, error) {
+	var objs []Object
 	lp := listPrefix(s.prefix)
 	it := s.bucket.Objects(ctx, &storage.Query{Prefix: lp})
 	for {
 		attrs, err := it.Next()
 		if errors.Is(err, iterator.Done) {
-			return keys, nil
+			return objs, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("failed to list %s: %w", s, err)
 		}
-		keys = append(keys, attrs.Name[len(lp):])
+		// Updated, not Created: a metadata update counts too, which errs towards keeping an object longer.
+		modified := attrs.Updated
+		if modified.IsZero() {
+			modified = attrs.Created
+		}
+		objs = append(objs, Object{Key: attrs.Name[len(lp):], LastModified: modified})
 	}
 }
 

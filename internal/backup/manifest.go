@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,17 +115,17 @@ func readManifest(ctx context.Context, s Store, key string) (*Manifest, error) {
 // List returns the complete backups in a store, newest first: those with a manifest. A data object without one
 // (an upload cut short, or a backup still running) is not a backup and is not listed.
 func List(ctx context.Context, s Store) ([]Manifest, error) {
-	keys, err := s.List(ctx)
+	objs, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Manifest
 	var errs []error
-	for _, k := range keys {
-		if !strings.HasSuffix(k, manifestSuffix) || strings.Contains(k, "/") {
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, manifestSuffix) || strings.Contains(o.Key, "/") {
 			continue
 		}
-		m, err := readManifest(ctx, s, k)
+		m, err := readManifest(ctx, s, o.Key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -140,26 +141,63 @@ func List(ctx context.Context, s Store) ([]Manifest, error) {
 	return out, errors.Join(errs...)
 }
 
-// Prune keeps the newest keep backups and deletes the others, and deletes data objects that have no manifest
-// and are older than the newest backup (abandoned uploads; a newer one may be a backup in progress). It deletes
-// a backup's manifest before its data, so that a prune cut short never leaves a listed backup without data.
-// It returns the backups it deleted. An unreadable manifest stops it: it would not know what it deletes.
-func Prune(ctx context.Context, s Store, keep int) ([]Manifest, error) {
-	if keep < 1 {
-		return nil, fmt.Errorf("retention must keep at least one backup, not %d", keep)
+// PruneOptions say what Prune keeps.
+type PruneOptions struct {
+	// Keep is how many of the newest backups to keep, at least 1.
+	Keep int
+	// MaxRunDuration is the longest a run writing to the store may take (Options.MaxRunDuration); zero means
+	// DefaultMaxRunDuration. It must be at least that of every run that writes to the store.
+	MaxRunDuration time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// clockSkew is how far the store's clock, which dates objects, may be behind the pruning runner's, and how late
+// a manifest upload begun just before its run's bound may land. Prune keeps unmanifested data that much longer.
+const clockSkew = time.Hour
+
+// Prune keeps the newest Keep backups and deletes the others, manifest before data, so that a prune cut short
+// never leaves a listed backup without data. It returns the backups it deleted. An unreadable manifest stops
+// it: it would not know what it deletes.
+//
+// It also deletes data objects without a manifest, which no one can restore, left by runs that failed or were
+// killed. Such an object may also be a run's in progress that has stored its data and is about to write its
+// manifest, and that run may have started before the newest backup: runs overlap when a backup-now Job (which
+// is not the CronJob's, so its Forbid policy does not see it) meets a scheduled one, or a Pod on a lost node
+// runs on after its Job was given up. Deleting its data would leave the manifest written next listing a backup
+// without data. So Prune deletes unmanifested data only when its store dates it more than MaxRunDuration plus
+// clockSkew ago: every run writes its manifest within MaxRunDuration of its start, which came before its data
+// was stored (Run enforces that itself), so the run that wrote it has ended. As before, it keeps unmanifested
+// data named after the newest backup, and all of it while no backup is listed; and an object the store does not
+// date.
+//
+// Serialising the Jobs instead would not be enough: a Pod can outlive its Job, and only a bound that the
+// runner enforces on itself holds then.
+func Prune(ctx context.Context, s Store, o PruneOptions) ([]Manifest, error) {
+	if o.Keep < 1 {
+		return nil, fmt.Errorf("retention must keep at least one backup, not %d", o.Keep)
+	}
+	if o.MaxRunDuration < 0 {
+		return nil, fmt.Errorf("a run cannot take at most %s", o.MaxRunDuration)
+	}
+	maxRun := cmp.Or(o.MaxRunDuration, DefaultMaxRunDuration)
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
 	}
 	backups, err := List(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("not pruning %s: %w", s, err)
 	}
-	keys, err := s.List(ctx)
+	// Listed after the manifests were read: data stored and manifested in between is young, and kept.
+	objs, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var deleted []Manifest
 	var errs []error
-	if len(backups) > keep {
-		for _, m := range backups[keep:] {
+	if len(backups) > o.Keep {
+		for _, m := range backups[o.Keep:] {
 			if err := s.Delete(ctx, manifestKey(m.Name)); err != nil {
 				errs = append(errs, err)
 				continue
@@ -176,12 +214,14 @@ func Prune(ctx context.Context, s Store, keep int) ([]Manifest, error) {
 			listed[m.Object] = true
 		}
 		newest := backups[0].Name
-		for _, k := range keys {
-			name, ok := strings.CutSuffix(k, dataSuffix)
-			if !ok || listed[k] || strings.Contains(k, "/") || name >= newest {
+		abandonedBefore := now().Add(-maxRun - clockSkew)
+		for _, obj := range objs {
+			name, ok := strings.CutSuffix(obj.Key, dataSuffix)
+			if !ok || listed[obj.Key] || strings.Contains(obj.Key, "/") || name >= newest ||
+				obj.LastModified.IsZero() || !obj.LastModified.Before(abandonedBefore) {
 				continue
 			}
-			if err := s.Delete(ctx, k); err != nil {
+			if err := s.Delete(ctx, obj.Key); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,7 +43,16 @@ type Options struct {
 	Now func() time.Time
 	// Stderr receives the dump tool's standard error as well as being kept for the error message; may be nil.
 	Stderr io.Writer
+	// MaxRunDuration bounds the run, from its start to its manifest; zero means DefaultMaxRunDuration. Prune
+	// relies on it (PruneOptions.MaxRunDuration).
+	MaxRunDuration time.Duration
 }
+
+// DefaultMaxRunDuration is how long a backup run may take at most: past it, Run stops and writes no manifest,
+// and Prune may delete its data. A logical dump that needs longer is not a backup to depend on. The backup
+// Job's activeDeadlineSeconds (internal/render) is the same, so that Kubernetes gives up on the Job when the
+// runner gives up on itself; the runner enforces the bound anyway, as a Pod may outlive its Job.
+const DefaultMaxRunDuration = 24 * time.Hour
 
 // ErrChecksumMismatch is returned by Restore when the data object is not what its manifest recorded.
 var ErrChecksumMismatch = errors.New("the backup does not match its manifest's checksum")
@@ -51,8 +61,13 @@ var ErrChecksumMismatch = errors.New("the backup does not match its manifest's c
 // into the store, never holding more than a buffer of it, then writes the manifest. The backup exists (is
 // listed) only once the manifest is written, which happens only after the dump tool exited successfully, its
 // output recorded a GTID position and the data object was stored whole. Anything less returns an error and
-// leaves at most a data object without a manifest, which List ignores and Prune removes later.
+// leaves at most a data object without a manifest, which List ignores and Prune removes later. A run that
+// reaches MaxRunDuration is stopped, and never writes its manifest after it.
 func Run(ctx context.Context, o Options) (*Manifest, error) {
+	// From before anything is stored: the bound must count from before the data's store date (see Prune).
+	bound := cmp.Or(o.MaxRunDuration, DefaultMaxRunDuration)
+	ctx, cancelRun := context.WithTimeoutCause(ctx, bound, fmt.Errorf("the run reached its bound of %s", bound))
+	defer cancelRun()
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -152,7 +167,11 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 		SHA256:          hex.EncodeToString(sum.Sum(nil)),
 		Compression:     compressionGzip,
 	}
-	// Last, and only now: the manifest makes the backup visible.
+	// Last, and only now: the manifest makes the backup visible. Not past the bound, though, where a prune
+	// may have deleted the data already; the context's deadline also ends a manifest upload that would end late.
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
+	}
 	if err := writeManifest(ctx, o.Store, m); err != nil {
 		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
 	}

@@ -121,8 +121,8 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
-func (s *S3Store) List(ctx context.Context) ([]string, error) {
-	var keys []string
+func (s *S3Store) List(ctx context.Context) ([]Object, error) {
+	var objs []Object
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
 		Prefix: aws.String(listPrefix(s.prefix)),
@@ -133,10 +133,11 @@ func (s *S3Store) List(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("failed to list %s: %w", s, err)
 		}
 		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key)[len(listPrefix(s.prefix)):])
+			objs = append(objs, Object{Key: aws.ToString(o.Key)[len(listPrefix(s.prefix)):],
+				LastModified: aws.ToTime(o.LastModified)})
 		}
 	}
-	return keys, nil
+	return objs, nil
 }
 
 func (s *S3Store) Delete(ctx context.Context, key string) error {

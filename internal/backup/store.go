@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // ErrNotFound is returned by Store.Get for a key that holds no object.
@@ -21,12 +22,20 @@ type Store interface {
 	Put(ctx context.Context, key string, r io.Reader) error
 	// Get opens the object key for reading; ErrNotFound when there is none.
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
-	// List returns every key in the store, in no particular order.
-	List(ctx context.Context) ([]string, error)
+	// List returns every object in the store, in no particular order.
+	List(ctx context.Context) ([]Object, error)
 	// Delete removes the object key; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
 	// String names the store for messages, such as s3://bucket/prefix.
 	String() string
+}
+
+// Object is one object as a store lists it.
+type Object struct {
+	Key string
+	// LastModified is when the object was written, by the store's clock (a file's modification time); zero
+	// when the store does not say. Prune reads it to tell a backup in progress from an abandoned one.
+	LastModified time.Time
 }
 
 // joinKey puts a key under a bucket prefix.

@@ -35,6 +35,10 @@ const (
 	defaultRetention     = 7
 	// restoreWait is how long a restore Job waits for the server of ordinal 0 to start.
 	restoreWait = 30 * time.Minute
+	// backupDeadline ends a backup Job that runs longer, so that a stuck run does not hold the schedule (Forbid)
+	// forever. It is the runner's own bound, backup.DefaultMaxRunDuration, which the runner enforces itself
+	// and on which its prune relies; a Job giving up cannot, as its Pod may run on on a lost node.
+	backupDeadline = 24 * time.Hour
 )
 
 // BackupPrefix is where a member's backups of c go in a bucket or container: the target's prefix, the member, the
@@ -229,6 +233,7 @@ func backupCronJob(c *v1alpha1.MySQLCluster, m placement.Member, schedule, runne
 				WithLabels(lbls).
 				WithSpec(batchv1ac.JobSpec().
 					WithBackoffLimit(2).
+					WithActiveDeadlineSeconds(int64(backupDeadline.Seconds())).
 					WithTemplate(corev1ac.PodTemplateSpec().
 						WithLabels(lbls).
 						WithSpec(pod)))))

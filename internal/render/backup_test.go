@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -105,6 +106,7 @@ func TestBackupCronJob(t *testing.T) {
 
 	job := cj.Spec.JobTemplate.Spec
 	g.Expect(*job.BackoffLimit).To(BeEquivalentTo(2))
+	g.Expect(*job.ActiveDeadlineSeconds).To(BeEquivalentTo(24*3600), "the runner's own bound, backup.DefaultMaxRunDuration")
 	pod := job.Template.Spec
 	g.Expect(*pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
@@ -156,6 +158,11 @@ func TestBackupCronJob(t *testing.T) {
 	c.Spec.Backup.Retention = 0
 	env = envMap(mustRender(t, c, awsMember).BackupCronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env)
 	g.Expect(*env["BACKUP_RETENTION"].Value).To(Equal("7"))
+
+	// A backup asked for now runs the same Job, with the same deadline.
+	now, err := Render(c, awsMember, creds, WithBackupNow(time.Unix(1795000000, 0)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(now.BackupNowJob.Spec.ActiveDeadlineSeconds).To(Equal(job.ActiveDeadlineSeconds))
 }
 
 func TestBackupCronJobObjectStores(t *testing.T) {
