@@ -26,7 +26,7 @@ func main() {
 	flag.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader on a Lease, so that only one of several replicas acts on the servers")
 	flag.StringVar(&o.LeaderElectionID, "leader-election-id", member.DefaultLeaderElectionID, "name of the leader election Lease")
 	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a leader that stopped renewing")
-	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leadership")
+	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leadership, and how long after the start of its last renewal it may still change a server; must be shorter than the lease duration in whole seconds, the difference covering clock drift and a statement's way to the server")
 	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader election is attempted")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")

@@ -13,7 +13,9 @@
 // steps over Ops. Reconcile does the three. The member controller persists the record (through the plan's
 // save-record step, placed before any new primary turns writable), labels Pods after the report, and calls
 // again soon when Plan.Requeue says so. It decides, before calling, when an instance counts as unreachable
-// (after retries) or Unhealthy; the engine trusts what it is given. No Kubernetes here.
+// (after retries) or Unhealthy; the engine trusts what it is given. ServerOps asks an optional Guard (the member
+// controller's leader election lease) before every change and every statement it sends, so that a controller
+// paused in the middle of a plan stops there. No Kubernetes here.
 //
 // # Decisions and their rules
 //

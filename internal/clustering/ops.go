@@ -30,6 +30,11 @@ type ServerOps struct {
 	// FenceKillInterval is how often Fence ends client connections while it waits for read-only to take;
 	// zero means 100 ms.
 	FenceKillInterval time.Duration
+	// Guard, when set, is asked before every operation that changes an instance or the record (all but
+	// Status, WaitForExecuted and PurgedGTIDSet), and again before every statement such an operation sends,
+	// whose deadline it bounds (mysql.Guard). The member controller's refuses once its leader election lease
+	// may have passed to another replica: a controller paused in the middle of a plan must not go on with it.
+	Guard mysql.Guard
 }
 
 var _ Ops = (*ServerOps)(nil)
@@ -39,6 +44,27 @@ func (o *ServerOps) server(i int) (*mysql.Server, error) {
 		return nil, fmt.Errorf("no server for instance %d", i)
 	}
 	return o.Servers[i], nil
+}
+
+// changing returns instance i's server for an operation that changes it: refused when the guard refuses, and
+// guarded statement by statement.
+func (o *ServerOps) changing(i int) (*mysql.Server, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	s, err := o.server(i)
+	if err != nil {
+		return nil, err
+	}
+	return s.Guarded(o.Guard), nil
+}
+
+func (o *ServerOps) check() error {
+	if o.Guard == nil {
+		return nil
+	}
+	_, err := o.Guard()
+	return err
 }
 
 func (o *ServerOps) Status(ctx context.Context, i int) (*mysql.Status, error) {
@@ -56,7 +82,7 @@ func (o *ServerOps) Status(ctx context.Context, i int) (*mysql.Status, error) {
 // binary log, in doubt; they make the fenced server errant if no replica received them. The last round ends the
 // clients that connected meanwhile, so that they reconnect to the new primary.
 func (o *ServerOps) Fence(ctx context.Context, i int) error {
-	s, err := o.server(i)
+	s, err := o.changing(i)
 	if err != nil {
 		return err
 	}
@@ -94,7 +120,7 @@ func (o *ServerOps) Fence(ctx context.Context, i int) error {
 }
 
 func (o *ServerOps) StopReplicaIO(ctx context.Context, i int) error {
-	s, err := o.server(i)
+	s, err := o.changing(i)
 	if err != nil {
 		return err
 	}
@@ -102,7 +128,7 @@ func (o *ServerOps) StopReplicaIO(ctx context.Context, i int) error {
 }
 
 func (o *ServerOps) Replicate(ctx context.Context, i int, source Address) error {
-	s, err := o.server(i)
+	s, err := o.changing(i)
 	if err != nil {
 		return err
 	}
@@ -111,7 +137,7 @@ func (o *ServerOps) Replicate(ctx context.Context, i int, source Address) error 
 }
 
 func (o *ServerOps) Promote(ctx context.Context, i int, semi mysql.SemiSync) error {
-	s, err := o.server(i)
+	s, err := o.changing(i)
 	if err != nil {
 		return err
 	}
@@ -119,7 +145,7 @@ func (o *ServerOps) Promote(ctx context.Context, i int, semi mysql.SemiSync) err
 }
 
 func (o *ServerOps) ConfigureSemiSync(ctx context.Context, i int, semi mysql.SemiSync) error {
-	s, err := o.server(i)
+	s, err := o.changing(i)
 	if err != nil {
 		return err
 	}
@@ -146,6 +172,9 @@ func (o *ServerOps) SaveRecord(ctx context.Context, r Record) error {
 	if o.Save == nil {
 		return errors.New("no place to save the record")
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	return o.Save(ctx, r)
 }
 
@@ -160,6 +189,9 @@ func (o *ServerOps) PurgedGTIDSet(ctx context.Context, i int) (mysql.GTIDSet, er
 func (o *ServerOps) Seed(ctx context.Context, i, source int) error {
 	if o.SeedWith == nil {
 		return errors.New("no way to seed an instance")
+	}
+	if err := o.check(); err != nil {
+		return err
 	}
 	return o.SeedWith(ctx, i, source)
 }

@@ -146,6 +146,11 @@ type Record struct {
 	// completes the change (a standby's, when the controller that began it died in its middle) reports it
 	// (Plan.Completed). Nil in records written before it existed.
 	Change *Change `json:"change,omitempty"`
+	// LeaseTransitions is the leaderTransitions of the member controller's leader election Lease when it saved
+	// the record: which leader's term wrote it, for a human or the next leader to read. The engine ignores
+	// it and keeps nothing of it in Plan.Record; the member controller sets it on every save. Nil without
+	// leader election.
+	LeaseTransitions *int `json:"leaseTransitions,omitempty"`
 }
 
 // Change is a change of primary as the record keeps it.

@@ -41,6 +41,46 @@
 // would fence the new primary). The cached ConfigMap is therefore used only when its resourceVersion is the one
 // this controller last wrote or read; otherwise it is read from the API server.
 //
+// # Every change is fenced by the Lease
+//
+// Leader election alone does not keep two replicas of the controller from acting at once. A leader paused
+// (SIGSTOP, a long GC pause, a frozen VM) in the middle of a plan resumes where it stopped, possibly after a
+// standby took the Lease over and moved the primary elsewhere, and would then make a second primary writable:
+// the record's save is fenced by resourceVersion, but the steps after it (a promotion waits, possibly long,
+// for what the new primary received to be applied) were not. So every change the controller makes is refused
+// with ErrLeaseMayHaveExpired (and counted in mysqlfleet_member_actions_refused_total) unless this process
+// renewed the Lease less than RenewDeadline ago, counted from the moment that renewal was sent: every operation
+// of clustering.ServerOps that changes a server or the record, and every statement it sends (the last one of a
+// promotion, SET read_only = OFF, included, however long the wait before it took), the accounts created as
+// root, the seed Jobs and the role labels, which steer the application's writes. Each statement also carries
+// that moment plus RenewDeadline as its context's deadline. Without leader election nothing is refused.
+//
+// Why that is enough. A standby (client-go's leader election) takes the Lease over only once it has seen the
+// Lease's record unchanged for leaseDurationSeconds (LeaseDuration in whole seconds) of its own clock, counted
+// from the read that first showed it that record, and its takeover is an update conditional on that record's
+// resourceVersion. A renewal of ours sent at s that succeeded was itself conditional: a takeover that reached
+// the API server before it would have made it fail. So a takeover comes after our renewal, and is based on a
+// read that showed our renewal (or a later write), made after s: the standby cannot hold the Lease before
+// s + leaseDurationSeconds. The controller stops sending at s + RenewDeadline. The margin between the two,
+// checked positive at start (5 s with the defaults of 15 s and 10 s), must cover the way of a statement sent
+// just before the deadline to the server and its run there, and the difference of the two processes' clock
+// rates over one lease (parts per million; Go's monotonic clock is never stepped).
+//
+// What it assumes, and leaves:
+//   - The local monotonic clock counts the pause, as it does for a stopped process or a GC pause. A suspended
+//     machine, or a frozen VM whose clock stops with it, defeats any local clock; only a fence that the
+//     database server checks itself would cover that, and MySQL has none for read_only.
+//   - Every contender follows client-go's rule: deleting the Lease by hand lets a standby take it at once.
+//   - A statement already sent runs when it arrives. The deadline ends the connection after it, but the server
+//     finishes what it started (a SET read_only = ON waiting for commits, for one); and between the last check
+//     and the bytes leaving the process lie a few microseconds that no check in the process can cover.
+//
+// client-go makes a leader give up (controller-runtime then stops, and cmd/member exits) only when a renewal
+// attempt has failed for RenewDeadline, which it notices between its retries; the guard has the same window
+// but is asked at every change. The record also carries the Lease's leaderTransitions when it was saved
+// (clustering.Record.LeaseTransitions), so that a human or the next leader sees which term wrote it. It refuses
+// nothing: a Lease deleted and created again counts from zero.
+//
 // # How it gets into each member
 //
 // Decision: `mysqlfleet join` installs it into the member, in its own namespace, with its own ServiceAccount

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -41,9 +42,14 @@ type Options struct {
 
 	LeaderElection   bool
 	LeaderElectionID string
-	LeaseDuration    time.Duration
-	RenewDeadline    time.Duration
-	RetryPeriod      time.Duration
+	// LeaseDuration is how long a standby waits before it takes over a leader that stopped renewing; default
+	// 15s. RenewDeadline, default 10s, is both how long the leader goes on trying to renew before it gives up
+	// and how long after the start of its last renewal it may still change a server: it must be shorter than
+	// LeaseDuration in whole seconds, and the difference covers clock drift and a statement's way to the
+	// server (see the package documentation). RetryPeriod, default 2s, is how often it renews.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
@@ -96,7 +102,6 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 	if o.RunnerImage == "" {
 		o.RunnerImage = render.DefaultRunnerImage
 	}
-	leaseDuration, renewDeadline, retryPeriod := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 	reports := labels.SelectorFromSet(labels.Set{v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent})
 	opts := manager.Options{
@@ -118,18 +123,16 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		// Secrets are read live, never listed or watched: the controller may only get them.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
-	if leaseDuration > 0 {
-		opts.LeaseDuration = &leaseDuration
-	}
-	if renewDeadline > 0 {
-		opts.RenewDeadline = &renewDeadline
-	}
-	if retryPeriod > 0 {
-		opts.RetryPeriod = &retryPeriod
+	lease, err := withLeaderElection(cfg, o, &opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if lease != nil {
+		lease.useEvents(mgr.GetEventRecorder(lease.Identity()))
 	}
 	r := &Reconciler{
 		Client:      mgr.GetClient(),
@@ -137,6 +140,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		Resolve:     o.Resolver,
 		RunnerImage: o.RunnerImage,
 		Timing:      o.withDefaults(),
+		lease:       lease,
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("member").
@@ -175,4 +179,24 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		return nil, nil, err
 	}
 	return mgr, r, nil
+}
+
+// withLeaderElection sets the leader election's timings on opts, controller-runtime's defaults where o has none,
+// and the Lease lock, built here rather than by controller-runtime so that every change to a server can be
+// refused once the Lease may have passed to a standby (lease.go). It returns the lock, nil without leader
+// election.
+func withLeaderElection(cfg *rest.Config, o Options, opts *manager.Options) (*leaseLock, error) {
+	leaseDuration := cmp.Or(o.LeaseDuration, 15*time.Second)
+	renewDeadline := cmp.Or(o.RenewDeadline, 10*time.Second)
+	retryPeriod := cmp.Or(o.RetryPeriod, 2*time.Second)
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &leaseDuration, &renewDeadline, &retryPeriod
+	if !o.LeaderElection {
+		return nil, nil
+	}
+	lease, err := newLeaseLock(cfg, o.Namespace, o.LeaderElectionID, leaseDuration, renewDeadline)
+	if err != nil {
+		return nil, err
+	}
+	opts.LeaderElectionResourceLockInterface = lease
+	return lease, nil
 }

@@ -41,6 +41,9 @@ type Reconciler struct {
 	RunnerImage string
 	Timing
 	pools pools
+	// lease refuses every change to a server, record or role label once the leader election Lease may have
+	// passed to a standby; nil (always allowed) without leader election.
+	lease *leaseLock
 
 	mu sync.Mutex
 	// written is the resourceVersion of each report ConfigMap as this controller last wrote or read it live
@@ -260,7 +263,11 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		ReplicationUser:     v1alpha1.ReplicationUser,
 		ReplicationPassword: creds.replication,
 		ConnectRetry:        r.ReplicaConnectRetry,
-		Save:                func(ctx context.Context, rec clustering.Record) error { return r.saveRecord(ctx, s, rec) },
+		Guard:               r.lease.guard(),
+		Save: func(ctx context.Context, rec clustering.Record) error {
+			rec.LeaseTransitions = r.lease.term()
+			return r.saveRecord(ctx, s, rec)
+		},
 		SeedWith: func(ctx context.Context, i, source int) error {
 			return r.seed(ctx, s, d.Engine, seeds, i, source)
 		},
@@ -344,11 +351,12 @@ func (r *Reconciler) provisionAccounts(ctx context.Context, f mysql.Flavor, targ
 		err := func() error {
 			sctx, cancel := context.WithTimeout(ctx, r.StatusTimeout)
 			defer cancel()
-			srv, err := mysql.Open(f, dsn("root", c.root, targets[i].addr, r.StatusTimeout))
+			root, err := mysql.Open(f, dsn("root", c.root, targets[i].addr, r.StatusTimeout))
 			if err != nil {
 				return err
 			}
-			defer func() { _ = srv.Close() }()
+			defer func() { _ = root.Close() }()
+			srv := root.Guarded(r.lease.guard())
 			for _, u := range []mysql.User{
 				{Kind: mysql.AdminUser, Name: v1alpha1.AdminUser, Password: c.admin},
 				{Kind: mysql.ReplicationUser, Name: v1alpha1.ReplicationUser, Password: c.replication},
@@ -486,6 +494,11 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 	planFailed bool) error {
 	var errs []error
 	for _, c := range roleLabelChanges(s.pods, rep, planFailed) {
+		// The labels steer the application's writes: a controller that may have lost its Lease, and whose
+		// report may be stale, must not move them.
+		if err := r.lease.Check(); err != nil {
+			return fmt.Errorf("failed to label Pod %s/%s: %w", s.sts.Namespace, c.Pod, err)
+		}
 		var value any // nil removes the label
 		if c.Value != "" {
 			value = c.Value

@@ -15,12 +15,42 @@ import (
 
 // DB is what flavors run statements on. NewDB adapts a *sql.DB; tests record statements with their own DB.
 type DB interface {
-	// Exec runs a statement that returns no rows.
+	// Exec runs a statement that returns no rows. Every statement that changes a server goes through Exec,
+	// never Query: a Guard relies on it.
 	Exec(ctx context.Context, query string, args ...any) error
-	// Query runs a statement and returns all its rows.
+	// Query runs a statement that only reads (or waits) and returns all its rows.
 	Query(ctx context.Context, query string, args ...any) ([]Row, error)
 	// Session runs fn on one connection, for statements that depend on session state (SET SESSION ...).
 	Session(ctx context.Context, fn func(DB) error) error
+}
+
+// Guard is asked before every statement that changes a server. It refuses the statement with an error, or
+// returns the moment after which the statement must no longer run (zero for none), which becomes the deadline
+// of the statement's context. The member controller's guard is its leader election lease: a controller that
+// may have lost its Lease sends nothing more (see internal/member).
+type Guard func() (until time.Time, err error)
+
+// guardedDB is a DB that asks its guard before every Exec. Queries only read and go through unasked.
+type guardedDB struct {
+	DB
+	guard Guard
+}
+
+func (d guardedDB) Exec(ctx context.Context, query string, args ...any) error {
+	until, err := d.guard()
+	if err != nil {
+		return err
+	}
+	if !until.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return d.DB.Exec(ctx, query, args...)
+}
+
+func (d guardedDB) Session(ctx context.Context, fn func(DB) error) error {
+	return d.DB.Session(ctx, func(db DB) error { return fn(guardedDB{DB: db, guard: d.guard}) })
 }
 
 // Row is one result row by column name; SQL NULL is an invalid NullString.

@@ -5,7 +5,8 @@
 //   - GTIDSet: GTID set arithmetic (containment, union, difference, errant transactions) done in Go on
 //     github.com/go-mysql-org/go-mysql's parsed sets;
 //   - Server: the operations (Status, SetReadOnly, StartReplicaOf, Promote, ConfigureSemiSync, WaitForGTID,
-//     KillConnections, EnsureUser) over database/sql with github.com/go-sql-driver/mysql.
+//     KillConnections, EnsureUser) over database/sql with github.com/go-sql-driver/mysql; Guarded asks a
+//     Guard (the caller's, e.g. its leader election lease) before every statement that changes the server.
 //
 // It is a plain library: no Kubernetes, no clock of its own beyond the waits it is asked for, no decisions.
 // Which server is primary, and when to fail over, is the member controller's business.

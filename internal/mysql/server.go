@@ -75,6 +75,17 @@ func Open(f Flavor, dsn string) (*Server, error) {
 // NewServer builds a Server on any DB, e.g. one that records statements.
 func NewServer(f Flavor, db DB) *Server { return &Server{flavor: f, db: db} }
 
+// Guarded is the server, on the same connections, with every statement that changes it asked of g first:
+// within one operation too, so that a Promote whose caller is paused in its wait and refused when it resumes
+// stops before SET GLOBAL read_only = OFF. Closing it does nothing; close the Server it came from. A nil guard
+// is no guard: s itself.
+func (s *Server) Guarded(g Guard) *Server {
+	if g == nil {
+		return s
+	}
+	return &Server{flavor: s.flavor, db: guardedDB{DB: s.db, guard: g}}
+}
+
 // Close closes the connection pool Open made.
 func (s *Server) Close() error {
 	if s.pool == nil {
@@ -172,7 +183,8 @@ func (s *Server) StopReplicaIO(ctx context.Context) error { return s.flavor.Stop
 // and waits until it has applied everything it received: a semi-sync acknowledgement means "received", not
 // "applied", and resetting replication throws the unapplied relay log away (the notes measured thousands of
 // acknowledged writes lost that way). The wait is bounded only by ctx. It then forgets the source, stops
-// acknowledging, configures semi-sync as a source and turns read-only off.
+// acknowledging, configures semi-sync as a source and turns read-only off, last: on a Guarded server the guard
+// is asked again right before it, however long the wait took.
 func (s *Server) Promote(ctx context.Context, semi SemiSync) error {
 	f, db := s.flavor, s.db
 	replica, err := f.ReplicaStatus(ctx, db)
