@@ -29,7 +29,7 @@ func TestPrimaryAndTwoReplicasReplicateRows(t *testing.T) {
 		t.Fatalf("server 0 is not a writable primary: %+v", primary)
 	}
 	if !primary.SemiSync.SourceEnabled || primary.SemiSync.WaitPoint != "AFTER_SYNC" ||
-		primary.SemiSync.WaitForReplicaCount != 1 {
+		primary.SemiSync.WaitForReplicaCount != 1 || !primary.SemiSync.WaitNoReplica || !primary.SemiSync.SourceActive {
 		t.Fatalf("semi-sync on the primary: %+v", primary.SemiSync)
 	}
 	for i := 1; i < 3; i++ {
@@ -148,6 +148,61 @@ func TestSemiSyncCommitWaitsForAnAcknowledgementAndNeverFallsBack(t *testing.T) 
 	}
 	if got := c.content(1); !strings.HasPrefix(got, "1 rows") {
 		t.Fatalf("replica 1 holds %s, want the acknowledged row", got)
+	}
+}
+
+// TestFallenBackSourceIsReArmed lets a commit wait out a short timeout with the only replica stopped: it
+// returns without an acknowledgement, counted, and leaves the source asynchronous (enabled, not active), as
+// MySQL's longest timeout (49.7 days) would. Setting the product's settings again does not bring semi-sync
+// back while no replica catches up; ConfigureSemiSync re-arms it, and the next commit waits again.
+func TestFallenBackSourceIsReArmed(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, mysql.SemiSync{WaitForReplicas: 1, Timeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	if err := c.admin[1].StopReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.exec(0, "INSERT INTO orders VALUES (1, 'falls back', 0)")
+	st := c.status(0).SemiSync
+	if !st.SourceEnabled || st.SourceActive || st.AsyncCommits != 1 {
+		t.Fatalf("after a commit waited out the timeout: %+v", st)
+	}
+
+	root := mysql.NewDB(c.servers[0].OpenRoot())
+	if err := flavor.ConfigureSemiSyncSource(ctx, root, neverFallBack); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(0).SemiSync; st.SourceActive || st.Timeout < 49*24*time.Hour {
+		t.Fatalf("the settings alone re-armed the source, or were not set: %+v", st)
+	}
+	if err := c.admin[0].ConfigureSemiSync(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(0).SemiSync; !st.SourceActive || st.AsyncCommits != 1 {
+		t.Fatalf("ConfigureSemiSync did not re-arm the source: %+v", st)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.app(0).Exec("INSERT INTO orders VALUES (2, 'waits again', 0)")
+		done <- err
+	}()
+	c.eventually("the next commit to wait for an acknowledgement", func() bool {
+		return c.status(0).SemiSync.WaitingSessions == 1
+	})
+	if err := c.admin[1].StartReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("the commit still waits after the replica came back:\n%s", c.describe(1))
+	}
+	if st := c.status(0).SemiSync; st.AsyncCommits != 1 || !st.SourceActive {
+		t.Fatalf("after the replica acknowledged: %+v", st)
 	}
 }
 
