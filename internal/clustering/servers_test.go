@@ -253,7 +253,10 @@ func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T)
 	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
 	p := f.primaryIndex()
 	staleBefore := len(stale.Acked())
-	time.Sleep(3 * time.Second) // the old primary's clients go on trying
+	// The old primary's clients go on trying, past the engines' default semi-sync timeout (10 s), which would
+	// acknowledge their commits asynchronously had the product's timeout not taken: a shorter wait could not
+	// tell "never" from "after 10 s". It costs the test 12 s.
+	time.Sleep(12 * time.Second)
 	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty(), "writes acknowledged by the old primary are lost")
 	g.Expect(stale.Acked()).To(HaveLen(staleBefore), "the old primary acknowledged writes after the failover")
 	following.waitAcks(50)

@@ -19,6 +19,10 @@ import (
 // neverFallBack is semi-sync as the product runs it: one acknowledgement, no timeout.
 var neverFallBack = mysql.SemiSync{WaitForReplicas: 1}
 
+// pastDefaultTimeout is how long a test waits to show that a commit never falls back to asynchronous: longer
+// than the engines' default semi-sync timeout, 10 s (rpl_semi_sync_master_timeout, rpl_semi_sync_source_timeout).
+const pastDefaultTimeout = 12 * time.Second
+
 func TestPrimaryAndTwoReplicasReplicateRows(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 3, neverFallBack)
@@ -104,12 +108,12 @@ func TestSemiSyncCommitWaitsForAnAcknowledgementAndNeverFallsBack(t *testing.T) 
 		done <- result{err, time.Since(start)}
 	}()
 
-	// Far longer than the default timeout would leave it, and no acknowledgement can come.
-	const window = 5 * time.Second
+	// No acknowledgement can come. Past the engines' default timeout (10 s), which a setting that did not take
+	// would leave in force: a shorter wait could not tell "never" from "after 10 s". It costs the test 12 s.
 	select {
 	case r := <-done:
 		t.Fatalf("the commit returned after %s (error %v) with no replica to acknowledge it", r.took, r.err)
-	case <-time.After(window):
+	case <-time.After(pastDefaultTimeout):
 	}
 	st := c.status(0)
 	if st.SemiSync.WaitingSessions != 1 || !st.SemiSync.SourceActive || st.SemiSync.AsyncCommits != 0 {
