@@ -287,6 +287,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	}
 	rep = buildReport(s.sts, plan, execErr, s.prev)
 	seedOutcomes(&rep, plan, seeds)
+	asyncCommits(&rep, plan, obs)
 	if requestErr != nil && rep.LastError == "" {
 		rep.LastError = requestErr.Error()
 	}

@@ -58,6 +58,16 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	return rep
 }
 
+// asyncCommits puts into the report the primary's count of commits that returned without a semi-sync
+// acknowledgement, as observed in the pass.
+func asyncCommits(rep *v1alpha1.ReplicationReport, plan clustering.Plan, obs []clustering.Observation) {
+	p := plan.Report.Primary
+	if p < 0 || p >= len(obs) || p >= len(rep.Instances) || !obs[p].Reachable() || obs[p].Status.SemiSync == nil {
+		return
+	}
+	rep.Instances[p].AsyncCommits = obs[p].Status.SemiSync.AsyncCommits
+}
+
 // unobservedReport is the report of a pass that could not look at the servers at all: it says why and claims
 // nothing about them.
 func unobservedReport(prev *v1alpha1.ReplicationReport, err error) v1alpha1.ReplicationReport {
