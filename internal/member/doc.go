@@ -24,7 +24,8 @@
 //   - Label each Pod mysqlfleet.io/role=primary|replica (replica only while in sync: within MaxLag), or remove
 //     the label from Pods that are neither (unreachable, errant, not replicating, lagging), with a merge patch
 //     where it differs. The Services <name>/<name>-primary and <name>-replicas select on it. After a failed plan labels
-//     are only removed, never set.
+//     are only removed, never set. The Pod that loses role=primary loses it before another gets it, so that the
+//     primary Service never has two endpoints.
 //   - Write the report (v1alpha1.ReplicationReport, JSON) into the same ConfigMap, only when it changed, with
 //     the resourceVersion the pass read (optimistic concurrency). It holds nothing that changes while the set
 //     is idle, so an idle set costs its member no write at all: the steady pass reads the cache only (the

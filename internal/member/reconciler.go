@@ -482,11 +482,19 @@ func (r *Reconciler) distrust(key types.NamespacedName) {
 	delete(r.written, key)
 }
 
-// reconcileRoleLabels sets or removes each Pod's role label with a merge patch, only where it differs.
+// reconcileRoleLabels sets or removes each Pod's role label with a merge patch, only where it differs, one at a
+// time in roleLabelChanges' order: role=primary leaves a Pod before it goes to another. If taking it away
+// fails, no Pod gets it in this pass.
 func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1alpha1.ReplicationReport,
 	planFailed bool) error {
 	var errs []error
+	demoted := true
 	for _, c := range roleLabelChanges(s.pods, rep, planFailed) {
+		if c.Value == v1alpha1.RolePrimary && !demoted {
+			errs = append(errs, fmt.Errorf("not labelling Pod %s/%s %s=%s: another Pod may still carry it",
+				s.sts.Namespace, c.Pod, v1alpha1.RoleLabel, c.Value))
+			continue
+		}
 		var value any // nil removes the label
 		if c.Value != "" {
 			value = c.Value
@@ -501,6 +509,7 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 			!apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("failed to label Pod %s/%s %s=%q: %w", s.sts.Namespace, c.Pod,
 				v1alpha1.RoleLabel, c.Value, err))
+			demoted = demoted && !c.Demotes
 		}
 	}
 	return errors.Join(errs...)

@@ -211,11 +211,23 @@ func TestRoleLabelChanges(t *testing.T) {
 		// A replica that lags beyond the bound leaves <name>-replicas until it catches up.
 		{Pod: "s-5", Role: v1alpha1.ReplicationRoleReplica},
 	}}
+	// The old primary loses its label before the new one, of a lower ordinal, gets it.
 	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
-		{Pod: "s-0", Value: "primary"}, {Pod: "s-1"}, {Pod: "s-4", Value: "replica"}, {Pod: "s-5"},
+		{Pod: "s-1", Demotes: true}, {Pod: "s-0", Value: "primary"}, {Pod: "s-4", Value: "replica"}, {Pod: "s-5"},
 	}))
 	// After a failed plan a role is only ever taken away.
-	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1"}, {Pod: "s-5"}}))
+	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1", Demotes: true}, {Pod: "s-5"}}))
+	// A primary that becomes a replica is one change, ahead of the new primary's; after a failed plan it keeps
+	// its label (the new primary gets none).
+	pods = []*corev1.Pod{pod("s-0", ""), pod("s-1", "primary")}
+	rep.Instances = []v1alpha1.ReplicationInstance{
+		{Pod: "s-0", Role: v1alpha1.ReplicationRolePrimary},
+		{Pod: "s-1", Role: v1alpha1.ReplicationRoleReplica, InSync: true},
+	}
+	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
+		{Pod: "s-1", Value: "replica", Demotes: true}, {Pod: "s-0", Value: "primary"},
+	}))
+	g.Expect(roleLabelChanges(pods, rep, true)).To(BeEmpty())
 	// A report that saw nothing changes nothing.
 	g.Expect(roleLabelChanges(pods, v1alpha1.ReplicationReport{}, false)).To(BeEmpty())
 }
