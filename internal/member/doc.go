@@ -17,7 +17,9 @@
 //     that refuses the admin login (initialised without that script, by an earlier release) gets them created
 //     by the controller, as root and with the binary log off.
 //   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
-//     <name>-replication; the plan's save-record step writes it before any new primary turns writable.
+//     <name>-replication; the plan's save-record step writes it before any new primary turns writable. An
+//     instance whose Pod is being deleted is marked unhealthy (see unhealthy): a primary there is fenced and
+//     failed over.
 //   - Seed: an instance the engine asks to seed (it has executed nothing and the primary's binary logs no
 //     longer hold what it lacks) gets the Job <name>-seed-<ordinal>, which loads it with a dump; while the Job
 //     runs the engine leaves the instance alone (see seed.go).

@@ -274,6 +274,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		if err := errors.Join(targets[i].err, openErrs[i]); err != nil {
 			obs[i] = clustering.Observation{Err: err}
 		}
+		obs[i].Unhealthy = targets[i].unhealthy
 	}
 	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
 	seeding(obs, seeds)
