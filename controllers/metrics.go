@@ -38,6 +38,15 @@ var (
 		Help: "1 while the member controller reports a writable primary for the MySQLCluster in the member, 0 while it reports none; absent while nothing reports.",
 	}, []string{"cluster_namespace", "cluster_name", "member"})
 
+	// asyncCommits is one series per primary server: the count is the server's own, cumulative since it
+	// started, so a series that followed the primary from server to server would jump at every switchover. A
+	// restart of the server resets it; alert on increase() (MySQLFleetAsyncCommits), which takes that as a
+	// counter reset.
+	asyncCommits = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_async_commits",
+		Help: "Commits that returned on the MySQLCluster's primary in the member without a semi-sync acknowledgement, since that server started, as the member controller reports them; labelled with the primary Pod.",
+	}, []string{"cluster_namespace", "cluster_name", "member", "primary"})
+
 	clusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mysqlfleet_cluster_phase",
 		Help: "1 for the MySQLCluster's current status.phase, 0 for each other phase.",
@@ -56,7 +65,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 
 func init() {
 	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary,
-		memberChangePassesWaiting)
+		asyncCommits, memberChangePassesWaiting)
 }
 
 // MemberReconcileCounts sums mysqlfleet_member_reconciles_total by member, read from the counters themselves. It
@@ -98,15 +107,18 @@ func reportPhase(c *v1alpha1.MySQLCluster, phase v1alpha1.Phase) {
 // reportPrimaries sets, per member that reports, whether it has a writable primary: the time without one is
 // the time this series is 0 (MySQLFleetNoWritablePrimary alerts on it).
 func reportPrimaries(c *v1alpha1.MySQLCluster) {
-	// Members that left the placement, or stopped reporting, lose their series.
-	writablePrimary.DeletePartialMatch(prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name})
+	// Members that left the placement, or stopped reporting, lose their series; so does a former primary.
+	l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name}
+	writablePrimary.DeletePartialMatch(l)
+	asyncCommits.DeletePartialMatch(l)
 	for _, m := range c.Status.Members {
 		if m.Replication == nil {
 			continue
 		}
 		v := 0.0
-		if m.Replication.Primary != "" {
+		if p := m.Replication.Primary; p != "" {
 			v = 1
+			asyncCommits.WithLabelValues(c.Namespace, c.Name, m.Name, p).Set(float64(m.Replication.AsyncCommits))
 		}
 		writablePrimary.WithLabelValues(c.Namespace, c.Name, m.Name).Set(v)
 	}
@@ -116,6 +128,7 @@ func reportPrimaries(c *v1alpha1.MySQLCluster) {
 func forgetPrimaries(key types.NamespacedName) {
 	l := prometheus.Labels{"cluster_namespace": key.Namespace, "cluster_name": key.Name}
 	writablePrimary.DeletePartialMatch(l)
+	asyncCommits.DeletePartialMatch(l)
 	failovers.DeletePartialMatch(l)
 }
 
@@ -151,13 +164,16 @@ func errorReason(err error) string {
 func reportRows(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus) {
 	for _, m := range rows {
 		l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name, "member": m.Name}
+		// The primary of the last pass keeps its series only while it is still the primary.
+		asyncCommits.DeletePartialMatch(l)
 		if m.Replication == nil {
 			writablePrimary.Delete(l)
 			continue
 		}
 		v := 0.0
-		if m.Replication.Primary != "" {
+		if p := m.Replication.Primary; p != "" {
 			v = 1
+			asyncCommits.WithLabelValues(c.Namespace, c.Name, m.Name, p).Set(float64(m.Replication.AsyncCommits))
 		}
 		writablePrimary.With(l).Set(v)
 	}
@@ -166,4 +182,5 @@ func reportRows(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus) {
 // forgetMemberSeries drops the per-MySQLCluster series of a member another replica now reports on.
 func forgetMemberSeries(member string) {
 	writablePrimary.DeletePartialMatch(prometheus.Labels{"member": member})
+	asyncCommits.DeletePartialMatch(prometheus.Labels{"member": member})
 }

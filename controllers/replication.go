@@ -55,7 +55,7 @@ func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberRep
 		switch in.Role {
 		case v1alpha1.ReplicationRolePrimary:
 			if in.Pod == rep.Primary {
-				mr.Primary = in.Pod
+				mr.Primary, mr.AsyncCommits = in.Pod, in.AsyncCommits
 			}
 		case v1alpha1.ReplicationRoleReplica:
 			if in.InSync {

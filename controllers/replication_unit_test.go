@@ -5,7 +5,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -129,4 +132,66 @@ func TestBackupVerdict(t *testing.T) {
 	g.Expect(v.ok).To(BeFalse())
 	g.Expect(v.message).To(ContainSubstring("gcp (none yet"))
 	g.Expect(v.message).NotTo(ContainSubstring("aws"))
+}
+
+// asyncSeries reads mysqlfleet_member_async_commits of one MySQLCluster, as "member/primary" -> value.
+func asyncSeries(ns, name string) map[string]float64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		asyncCommits.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) != nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, p := range pb.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["cluster_namespace"] == ns && l["cluster_name"] == name {
+			out[l["member"]+"/"+l["primary"]] = pb.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// The primary's async commits reach the status and one series per primary Pod, whether the replica reports on
+// the whole MySQLCluster or on some members (sharded): the series moves to a new primary, and goes with the
+// member's report or the MySQLCluster.
+func TestAsyncCommitsFollowThePrimary(t *testing.T) {
+	g := NewWithT(t)
+	primary := func(pod string, n int64) v1alpha1.ReplicationInstance {
+		in := inst(pod, v1alpha1.ReplicationRolePrimary, false)
+		in.AsyncCommits = n
+		return in
+	}
+	replica := inst("db-1", v1alpha1.ReplicationRoleReplica, true)
+	c := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "async", Name: "db"}}
+	member := func(name string, rep *v1alpha1.ReplicationReport) v1alpha1.MemberStatus {
+		return v1alpha1.MemberStatus{Name: name, Replication: memberReplication(rep, nil, metav1.Now())}
+	}
+
+	m1 := member("m1", report("db-0", "Steady", primary("db-0", 3), replica))
+	g.Expect(m1.Replication.AsyncCommits).To(BeEquivalentTo(3))
+	c.Status.Members = []v1alpha1.MemberStatus{m1, member("m2", report("", "Refused"))}
+	reportPrimaries(c)
+	g.Expect(asyncSeries("async", "db")).To(Equal(map[string]float64{"m1/db-0": 3}))
+
+	// A switchover to db-1, which never committed without an acknowledgement.
+	c.Status.Members[0] = member("m1", report("db-1", "Switchover", inst("db-0", v1alpha1.ReplicationRoleReplica,
+		true), primary("db-1", 0)))
+	reportPrimaries(c)
+	g.Expect(asyncSeries("async", "db")).To(Equal(map[string]float64{"m1/db-1": 0}))
+
+	reportRows(c, []v1alpha1.MemberStatus{member("m1", report("db-0", "Failover", primary("db-0", 5)))})
+	g.Expect(asyncSeries("async", "db")).To(Equal(map[string]float64{"m1/db-0": 5}))
+	reportRows(c, []v1alpha1.MemberStatus{{Name: "m1"}})
+	g.Expect(asyncSeries("async", "db")).To(BeEmpty())
+
+	reportPrimaries(c)
+	forgetPrimaries(types.NamespacedName{Namespace: "async", Name: "db"})
+	g.Expect(asyncSeries("async", "db")).To(BeEmpty())
 }

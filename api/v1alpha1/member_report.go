@@ -143,6 +143,10 @@ type ReplicationInstance struct {
 	ErrantGTIDs string `json:"errantGTIDs,omitempty"`
 	// Error is the last problem seen on the instance: why it could not be read, or its replication error.
 	Error string `json:"error,omitempty"`
+	// AsyncCommits is set on the primary: how many commits returned there without a semi-sync acknowledgement
+	// since its server started (Rpl_semi_sync_master_no_tx, Rpl_semi_sync_source_no_tx), each a write its
+	// client was told was committed that a failover could lose. Only a restart of the server resets it.
+	AsyncCommits int64 `json:"asyncCommits,omitempty"`
 }
 
 // ReplicationDecision is a decision of the member controller. Kind is one of Bootstrap, Adopt, Steady, Repair,

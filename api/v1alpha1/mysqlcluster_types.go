@@ -505,6 +505,11 @@ type MemberReplication struct {
 	// Error is why the member controller's last pass could not see or do everything; empty when all is well.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// AsyncCommits is how many commits returned on the primary without a semi-sync acknowledgement since its
+	// server started (ReplicationInstance.AsyncCommits): any increase means acknowledged writes a failover
+	// could lose (the alert MySQLFleetAsyncCommits).
+	// +optional
+	AsyncCommits int64 `json:"asyncCommits,omitempty"`
 }
 
 // MemberBackups are the outcomes of a member's backup Jobs.

@@ -86,8 +86,10 @@ func (b builder) build(i int, executed string, opts []option) clustering.Observa
 			Version: "10.11.19-MariaDB", ServerID: id, SourceID: strconv.Itoa(int(id)), ReadOnly: true,
 			Executed: gtids(b.engine, executed),
 		},
-		Role:     mysql.RoleNone,
-		SemiSync: &mysql.SemiSyncStatus{WaitPoint: "AFTER_SYNC", WaitForReplicaCount: 1, Timeout: never},
+		Role: mysql.RoleNone,
+		SemiSync: &mysql.SemiSyncStatus{
+			WaitPoint: "AFTER_SYNC", WaitForReplicaCount: 1, Timeout: never, WaitNoReplica: true,
+		},
 	}
 	if b.engine == mysql.MySQL {
 		in.obs.Status.Version = "8.4.3"
@@ -181,6 +183,18 @@ func semiSync(enabled bool, wait int, timeout time.Duration) option {
 		s := in.obs.Status.SemiSync
 		s.SourceEnabled, s.WaitForReplicaCount, s.Timeout = enabled, wait, timeout
 	}
+}
+
+// fellBack is a primary whose semi-sync fell back to asynchronous: enabled, not active, commits went
+// without an acknowledgement.
+func fellBack(asyncCommits int64) option {
+	return func(in *instance) {
+		in.obs.Status.SemiSync.SourceActive, in.obs.Status.SemiSync.AsyncCommits = false, asyncCommits
+	}
+}
+
+func waitNoReplicaOff() option {
+	return func(in *instance) { in.obs.Status.SemiSync.WaitNoReplica = false }
 }
 
 func unhealthy(reason string) option { return func(in *instance) { in.obs.Unhealthy = reason } }

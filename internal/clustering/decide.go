@@ -475,9 +475,9 @@ func (e *engine) repair() {
 	case readOnly(pst):
 		e.add(Step{Action: ActionPromote, Instance: e.p, SemiSync: e.semiSync(), Why: "the primary is read-only"})
 		e.finishChange()
-	case !semiSyncOK(pst.SemiSync, e.w):
+	case semiSyncProblem(pst.SemiSync, e.w) != "":
 		e.add(Step{Action: ActionConfigureSemiSync, Instance: e.p, SemiSync: e.semiSync(),
-			Why: "the primary's semi-sync settings are not the desired ones"})
+			Why: "the primary's semi-sync " + semiSyncProblem(pst.SemiSync, e.w)})
 	}
 	for i, o := range e.obs {
 		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) {
@@ -552,16 +552,36 @@ func (e *engine) seedSource() int {
 	return e.p
 }
 
-// semiSyncOK tells whether a primary's semi-sync settings are those for a wait count of w.
-func semiSyncOK(s *mysql.SemiSyncStatus, w int) bool {
-	if s == nil {
-		return w == 0
+// semiSyncProblem says how a primary's semi-sync differs from waiting for w acknowledgements without ever
+// falling back, as read back from the server, or "". Settings are not enough: a source whose commit waited out
+// the timeout (MySQL's longest is 49.7 days) stays asynchronous, enabled but not active, until a replica catches
+// up; reconfiguring re-arms it (see mysql.Server.ConfigureSemiSync). With wait_no_replica off it would fall
+// back as soon as its replicas are gone.
+func semiSyncProblem(s *mysql.SemiSyncStatus, w int) string {
+	switch {
+	case s == nil && w == 0:
+		return ""
+	case s == nil:
+		return "state is unknown"
+	case w == 0 && s.SourceEnabled:
+		return "is on with no replica to wait for"
+	case w == 0:
+		return ""
+	case !s.SourceEnabled:
+		return "is off"
+	case s.WaitForReplicaCount != w:
+		return fmt.Sprintf("waits for %d acknowledgements, not %d", s.WaitForReplicaCount, w)
+	case !strings.EqualFold(s.WaitPoint, "AFTER_SYNC"):
+		return fmt.Sprintf("waits %s, not AFTER_SYNC", s.WaitPoint)
+	case s.Timeout < neverFallBack:
+		return fmt.Sprintf("falls back to asynchronous after %s", s.Timeout)
+	case !s.WaitNoReplica:
+		return "falls back to asynchronous when no replica is connected (wait_no_replica is off)"
+	case !s.SourceActive:
+		return fmt.Sprintf("has fallen back to asynchronous (%d commits without an acknowledgement since the "+
+			"server started)", s.AsyncCommits)
 	}
-	if w == 0 {
-		return !s.SourceEnabled
-	}
-	return s.SourceEnabled && s.WaitForReplicaCount == w && strings.EqualFold(s.WaitPoint, "AFTER_SYNC") &&
-		s.Timeout >= neverFallBack
+	return ""
 }
 
 // replicaProblem says why instance i is not a working replica of instance src, or "".

@@ -297,6 +297,28 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
 		},
 		{
+			name: "a primary whose semi-sync fell back to asynchronous is re-armed",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", fellBack(3)), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "0-1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
+		},
+		{
+			name: "async commits alone, the primary active again, need nothing",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", fellBack(3), func(in *instance) {
+				in.obs.Status.SemiSync.SourceActive = true
+			}), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")),
+			want: expect{kind: clustering.Steady, inSync: []int{1, 2}},
+		},
+		{
+			name: "a primary that would fall back once no replica is connected is corrected",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", waitNoReplicaOff()), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "0-1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
+		},
+		{
 			name: "a wrong wait count on MySQL is corrected",
 			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
 			obs: observe(

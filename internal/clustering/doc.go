@@ -58,7 +58,8 @@
 //   - An instance that does not replicate and has executed nothing, whose lack the primary's binary logs can no
 //     longer fill (Observation.Purged), is seeded from the lowest replica in sync or the primary; one that holds
 //     transactions is reported and never seeded over (see fromBinlogs).
-//   - Repair: a read-only primary, or one that replicates, is promoted; one whose semi-sync settings differ is
+//   - Repair: a read-only primary, or one that replicates, is promoted; one whose semi-sync differs, as read
+//     back (settings, wait_no_replica, and whether it still waits: one that fell back is re-armed), is
 //     reconfigured; an instance that does not replicate from the primary, or whose threads are stopped, or
 //     that does not acknowledge, is repointed (which restarts it).
 //   - Steady: nothing differs, the plan is empty. The member controller adds no write to an idle member.

@@ -253,7 +253,10 @@ func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T)
 	g.Expect(f.decided(clustering.Failover, 0, -1)).To(BeTrue(), "decisions %v", f.decisions)
 	p := f.primaryIndex()
 	staleBefore := len(stale.Acked())
-	time.Sleep(3 * time.Second) // the old primary's clients go on trying
+	// The old primary's clients go on trying, past the engines' default semi-sync timeout (10 s), which would
+	// acknowledge their commits asynchronously had the product's timeout not taken: a shorter wait could not
+	// tell "never" from "after 10 s". It costs the test 12 s.
+	time.Sleep(12 * time.Second)
 	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty(), "writes acknowledged by the old primary are lost")
 	g.Expect(stale.Acked()).To(HaveLen(staleBefore), "the old primary acknowledged writes after the failover")
 	following.waitAcks(50)
@@ -423,4 +426,49 @@ func TestErrantReplicaIsFencedAndReported(t *testing.T) {
 	g.Expect(plan.Report.Errant()).To(Equal([]int{2}))
 	g.Expect(f.status(2).Replica.SourcePort).To(Equal(f.servers[0].Port), "the errant replica was repointed")
 	g.Expect(f.missing(1, ints(1, 20))).To(BeEmpty())
+}
+
+// TestFallenBackPrimaryIsReArmed lets a commit on the primary wait out a short timeout while its only replica is
+// stopped, so that it returns without an acknowledgement and leaves semi-sync asynchronous (enabled, not
+// active), as MySQL's longest timeout (49.7 days) would; the timeout is then set back to the product's. The
+// settings now look right, but the engine reads back that the primary is not waiting for acknowledgements and
+// reconfigures it, which re-arms it: the next commit waits, the replica still stopped, until the replica is
+// back.
+func TestFallenBackPrimaryIsReArmed(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 2)
+	g.Expect(f.admin[1].StopReplica(context.Background())).To(Succeed())
+	f.root(0, "SET GLOBAL rpl_semi_sync_master_timeout = 200")
+	f.insert(0, 1)
+	f.root(0, "SET GLOBAL rpl_semi_sync_master_timeout = 18446744073709551615")
+	st := f.status(0).SemiSync
+	g.Expect(st.SourceActive).To(BeFalse(), "semi-sync did not fall back: %+v", st)
+	g.Expect(st.AsyncCommits).To(BeEquivalentTo(1))
+
+	// The member controller cannot reach the replica, so the plan is about the primary alone.
+	cut := &partition{Ops: f.server, cut: map[int]bool{1: true}}
+	f.ops = cut
+	plan, err := f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Decision.Kind).To(Equal(clustering.Repair))
+	g.Expect(plan.Steps).To(HaveLen(1))
+	g.Expect(plan.Steps[0].String()).To(Equal("configure-semi-sync 0 (wait 1)"))
+	t.Logf("why: %s", plan.Steps[0].Why)
+	st = f.status(0).SemiSync
+	g.Expect(st.SourceActive).To(BeTrue(), "not re-armed: %+v", st)
+	g.Expect(st.Timeout).To(BeNumerically(">", 49*24*time.Hour))
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.app(0).Exec("INSERT INTO orders (id, server) VALUES (2, 0)")
+		done <- err
+	}()
+	g.Eventually(func() int { return f.status(0).SemiSync.WaitingSessions }).WithTimeout(10*time.Second).
+		Should(Equal(1), "the next commit does not wait for an acknowledgement")
+	cut.set(1, false)
+	f.converge()
+	g.Eventually(done).WithTimeout(60 * time.Second).Should(Receive(BeNil()))
+	g.Expect(f.status(0).SemiSync.AsyncCommits).To(BeEquivalentTo(1))
+	g.Expect(f.replicated(1, []int{1, 2})).To(BeEmpty())
 }

@@ -104,10 +104,11 @@ type Observation struct {
 	Status *mysql.Status
 	// Err is why Status is nil.
 	Err error
-	// Unhealthy, when set, says why an instance that answers must not stay or become primary (its Pod is
-	// failing, its volume is read-only, ...). The member controller decides it from what it knows beyond SQL;
-	// a primary marked unhealthy is failed over like an unreachable one, but fenced first. A Pod that is
-	// merely going away should be a switchover request instead: that loses no in-flight commit.
+	// Unhealthy, when set, says why an instance that answers must not stay or become primary. The member
+	// controller decides it from what it knows beyond SQL: today, that the instance's Pod is being deleted
+	// (internal/member's unhealthy says why that rule and no other). A primary marked unhealthy is failed over
+	// like an unreachable one, but fenced first. A switchover away from it would lose no in-flight commit, but
+	// needs its server to stay up until the switch is done.
 	Unhealthy string
 	// Purged is what the instance executed that its binary logs no longer hold. Observe reads it for the
 	// recorded primary only, and only when another instance that answers is not receiving from it (an empty

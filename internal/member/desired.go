@@ -116,11 +116,30 @@ func requestedPrimary(sts *appsv1.StatefulSet) (*int, error) {
 	return &n, nil
 }
 
-// target is where one instance is reached, or why it cannot be.
+// target is where one instance is reached, or why it cannot be, and why it must not be primary (see unhealthy).
 type target struct {
-	pod  *corev1.Pod
-	addr clustering.Address
-	err  error
+	pod       *corev1.Pod
+	addr      clustering.Address
+	err       error
+	unhealthy string
+}
+
+// unhealthy is clustering.Observation.Unhealthy for an instance, from what Kubernetes says of its Pod: why its
+// server, though it may answer, must not stay or become the primary; "" when nothing says so. The rule: a Pod
+// being deleted (DeletionTimestamp set) is going away. Its server runs until its shutdown ends (up to the grace
+// period) or, on a node that stopped reporting, for as long as the node does; it is therefore still read. A
+// primary there is failed over, and fenced first while it answers, so that it is never writable beside the new
+// primary; a replica there counts towards a failover's quorum and is never chosen.
+//
+// A switchover away from such a primary (MOCO's way) would lose no commit in flight, but it needs the server to
+// stay up until the role has moved, and the server receives SIGTERM as soon as the Pod is deleted (render has no
+// preStop hook that would wait). Readiness and the node's state are not in the rule: the readiness probe fails
+// with the server's load, and a failover on it would move the primary for a slow query.
+func unhealthy(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return fmt.Sprintf("pod %s is being deleted", p.Name)
+	}
+	return ""
 }
 
 // desiredSet builds what the engine is asked for from the StatefulSet and its Pods (by ordinal; a missing Pod
@@ -139,13 +158,11 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 	targets := make([]target, len(pods))
 	for i, p := range pods {
 		t := target{pod: p}
-		switch {
-		case p == nil:
+		if p == nil {
 			t.err = fmt.Errorf("pod %s does not exist", podName(sts, i))
-		case p.DeletionTimestamp != nil:
-			t.err = fmt.Errorf("pod %s is being deleted", p.Name)
-		default:
+		} else {
 			t.addr, t.err = resolve(p)
+			t.unhealthy = unhealthy(p)
 		}
 		if t.err != nil {
 			t.addr = clustering.Address{}

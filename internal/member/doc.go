@@ -17,14 +17,17 @@
 //     that refuses the admin login (initialised without that script, by an earlier release) gets them created
 //     by the controller, as root and with the binary log off.
 //   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
-//     <name>-replication; the plan's save-record step writes it before any new primary turns writable.
+//     <name>-replication; the plan's save-record step writes it before any new primary turns writable. An
+//     instance whose Pod is being deleted is marked unhealthy (see unhealthy): a primary there is fenced and
+//     failed over.
 //   - Seed: an instance the engine asks to seed (it has executed nothing and the primary's binary logs no
 //     longer hold what it lacks) gets the Job <name>-seed-<ordinal>, which loads it with a dump; while the Job
 //     runs the engine leaves the instance alone (see seed.go).
 //   - Label each Pod mysqlfleet.io/role=primary|replica (replica only while in sync: within MaxLag), or remove
 //     the label from Pods that are neither (unreachable, errant, not replicating, lagging), with a merge patch
 //     where it differs. The Services <name>/<name>-primary and <name>-replicas select on it. After a failed plan labels
-//     are only removed, never set.
+//     are only removed, never set. The Pod that loses role=primary loses it before another gets it, so that the
+//     primary Service never has two endpoints.
 //   - Write the report (v1alpha1.ReplicationReport, JSON) into the same ConfigMap, only when it changed, with
 //     the resourceVersion the pass read (optimistic concurrency). It holds nothing that changes while the set
 //     is idle, so an idle set costs its member no write at all: the steady pass reads the cache only (the

@@ -327,3 +327,42 @@ func TestErrantReplicaIsFencedAndLeavesTheReplicasService(t *testing.T) {
 		Should(Equal([]int{2}))
 	g.Expect(e.roles(s.sts)).To(HaveKeyWithValue("errant-2", ""))
 }
+
+// The primary's Pod is deleted while its server goes on running (a finalizer holds the Pod here; in a member,
+// a node that stopped reporting does, or the 60 s the server takes to shut down): the controller fails over,
+// and fences the old primary first, so that it is never writable beside the new one. A Pod being deleted is
+// unhealthy (see unhealthy), not unreachable: its server is still read while it answers.
+func TestDeletedPrimaryIsFencedAndFailedOver(t *testing.T) {
+	g := NewWithT(t)
+	e := startEnv(t)
+	s := e.startSet("gone", 3)
+	s.waitFormed(g, 0, 1, 2)
+	s.root(0, "CREATE TABLE shop.orders (id INT PRIMARY KEY, server INT)", "INSERT INTO shop.orders VALUES (1, 0)")
+
+	pod := &corev1.Pod{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: testNS, Name: "gone-0"}, pod)).To(Succeed())
+	const finalizer = "test.mysqlfleet.io/hold"
+	pod.Finalizers = append(pod.Finalizers, finalizer)
+	g.Expect(e.c.Update(e.ctx, pod)).To(Succeed())
+	t.Cleanup(func() {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(pod), pod); err == nil {
+			pod.Finalizers = nil
+			_ = e.c.Update(e.ctx, pod)
+		}
+	})
+	g.Expect(e.c.Delete(e.ctx, pod)).To(Succeed())
+
+	g.Eventually(s.lastTransition, convergeWithin, 100*time.Millisecond).Should(Equal("Failover gone-0 -> gone-1"))
+	root, err := mysql.Open(mysql.MariaDBFlavor{}, s.server(0).RootDSN())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = root.Close() }()
+	st, err := root.Status(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.ReadOnly).To(BeTrue(), "the deleted primary's server is still writable beside the new primary")
+	in := s.report().Instances[0]
+	g.Expect(in.Role).NotTo(Equal(v1alpha1.ReplicationRolePrimary))
+	g.Expect(in.Error).To(Equal("unhealthy: pod gone-0 is being deleted"))
+	g.Expect(e.roles(s.sts)).To(HaveKeyWithValue("gone-1", v1alpha1.RolePrimary))
+	g.Expect(e.roles(s.sts)).NotTo(HaveKeyWithValue("gone-0", v1alpha1.RolePrimary))
+	g.Expect(s.missing(g, 1, []int{1})).To(BeEmpty())
+}

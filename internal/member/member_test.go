@@ -80,6 +80,8 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cfg is the API server's administrator; c is a client with it.
+	cfg    *rest.Config
 	c      client.Client
 	r      *Reconciler
 	writes *writeCounter
@@ -112,7 +114,7 @@ func startAPI(t *testing.T) (*env, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, cancel: cancel, c: c, addrs: map[string]clustering.Address{}}
+	e := &env{t: t, ctx: ctx, cancel: cancel, cfg: cfg, c: c, addrs: map[string]clustering.Address{}}
 	for _, ns := range []string{testNS, controllerNS} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)

@@ -281,6 +281,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		if err := errors.Join(targets[i].err, openErrs[i]); err != nil {
 			obs[i] = clustering.Observation{Err: err}
 		}
+		obs[i].Unhealthy = targets[i].unhealthy
 	}
 	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
 	seeding(obs, seeds)
@@ -294,6 +295,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	}
 	rep = buildReport(s.sts, plan, execErr, s.prev)
 	seedOutcomes(&rep, plan, seeds)
+	asyncCommits(&rep, plan, obs)
 	if requestErr != nil && rep.LastError == "" {
 		rep.LastError = requestErr.Error()
 	}
@@ -489,15 +491,23 @@ func (r *Reconciler) distrust(key types.NamespacedName) {
 	delete(r.written, key)
 }
 
-// reconcileRoleLabels sets or removes each Pod's role label with a merge patch, only where it differs.
+// reconcileRoleLabels sets or removes each Pod's role label with a merge patch, only where it differs, one at a
+// time in roleLabelChanges' order: role=primary leaves a Pod before it goes to another. If taking it away
+// fails, no Pod gets it in this pass.
 func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1alpha1.ReplicationReport,
 	planFailed bool) error {
 	var errs []error
+	demoted := true
 	for _, c := range roleLabelChanges(s.pods, rep, planFailed) {
 		// The labels steer the application's writes: a controller that may have lost its Lease, and whose
 		// report may be stale, must not move them.
 		if err := r.lease.Check(); err != nil {
 			return fmt.Errorf("failed to label Pod %s/%s: %w", s.sts.Namespace, c.Pod, err)
+		}
+		if c.Value == v1alpha1.RolePrimary && !demoted {
+			errs = append(errs, fmt.Errorf("not labelling Pod %s/%s %s=%s: another Pod may still carry it",
+				s.sts.Namespace, c.Pod, v1alpha1.RoleLabel, c.Value))
+			continue
 		}
 		var value any // nil removes the label
 		if c.Value != "" {
@@ -513,6 +523,7 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 			!apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("failed to label Pod %s/%s %s=%q: %w", s.sts.Namespace, c.Pod,
 				v1alpha1.RoleLabel, c.Value, err))
+			demoted = demoted && !c.Demotes
 		}
 	}
 	return errors.Join(errs...)

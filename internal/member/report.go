@@ -58,6 +58,16 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	return rep
 }
 
+// asyncCommits puts into the report the primary's count of commits that returned without a semi-sync
+// acknowledgement, as observed in the pass.
+func asyncCommits(rep *v1alpha1.ReplicationReport, plan clustering.Plan, obs []clustering.Observation) {
+	p := plan.Report.Primary
+	if p < 0 || p >= len(obs) || p >= len(rep.Instances) || !obs[p].Reachable() || obs[p].Status.SemiSync == nil {
+		return
+	}
+	rep.Instances[p].AsyncCommits = obs[p].Status.SemiSync.AsyncCommits
+}
+
 // unobservedReport is the report of a pass that could not look at the servers at all: it says why and claims
 // nothing about them.
 func unobservedReport(prev *v1alpha1.ReplicationReport, err error) v1alpha1.ReplicationReport {
@@ -94,22 +104,28 @@ func roleLabel(in v1alpha1.ReplicationInstance) string {
 	return ""
 }
 
-// labelChange is a change of one Pod's role label; Value "" removes the label.
+// labelChange is a change of one Pod's role label; Value "" removes the label. Demotes tells a change that takes
+// role=primary away.
 type labelChange struct {
-	Pod   string
-	Value string
+	Pod     string
+	Value   string
+	Demotes bool
 }
 
 // roleLabelChanges compares the Pods' role labels with the report. When the pass's plan failed, labels are
 // only removed, never set: a role the plan did not establish must not attract clients (a Service selecting
 // primary Pods must never select one that may still be read-only or fenced). pods are by ordinal, nil for a
 // missing Pod.
+//
+// The changes that take role=primary away come first, whatever the ordinals: applied in that order (see
+// reconcileRoleLabels), no moment has two Pods labelled primary, which the <name>-primary Service would send
+// writes to both of (the old one fenced, so those writes fail, or not yet fenced in a partition).
 func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFailed bool) []labelChange {
 	want := map[string]string{}
 	for _, in := range rep.Instances {
 		want[in.Pod] = roleLabel(in)
 	}
-	var out []labelChange
+	var demote, out []labelChange
 	for _, p := range pods {
 		if p == nil {
 			continue
@@ -122,13 +138,15 @@ func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFa
 		have := p.Labels[v1alpha1.RoleLabel]
 		switch {
 		case have == w:
+		case have == v1alpha1.RolePrimary && (w == "" || !planFailed):
+			demote = append(demote, labelChange{Pod: p.Name, Value: w, Demotes: true})
 		case w == "":
 			out = append(out, labelChange{Pod: p.Name})
 		case !planFailed:
 			out = append(out, labelChange{Pod: p.Name, Value: w})
 		}
 	}
-	return out
+	return append(demote, out...)
 }
 
 // reportConfigMap is the ConfigMap holding the report (none when rep is nil) and the record: labels naming the hub object as the

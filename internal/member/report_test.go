@@ -117,16 +117,23 @@ func TestDesiredSetMarksUnresolvableInstances(t *testing.T) {
 	ip := func(name, addr string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{PodIP: addr}}
 	}
-	d, targets, err := desiredSet(sts, []*corev1.Pod{ip("shop-0", "10.0.0.1"), ip("shop-1", ""), nil},
+	deleted := ip("shop-3", "10.0.0.4")
+	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	d, targets, err := desiredSet(sts, []*corev1.Pod{ip("shop-0", "10.0.0.1"), ip("shop-1", ""), nil, deleted},
 		PodIPResolver, 7*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
 	g.Expect(d.Name).To(Equal("shop"))
 	g.Expect(d.MaxLag).To(Equal(7 * time.Second))
-	g.Expect(d.Addresses).To(Equal([]clustering.Address{{Host: "10.0.0.1", Port: 3306}, {}, {}}))
+	g.Expect(d.Addresses).To(Equal([]clustering.Address{{Host: "10.0.0.1", Port: 3306}, {}, {},
+		{Host: "10.0.0.4", Port: 3306}}))
 	g.Expect(targets[0].err).NotTo(HaveOccurred())
+	g.Expect(targets[0].unhealthy).To(BeEmpty())
 	g.Expect(targets[1].err).To(MatchError(ContainSubstring("has no IP")))
 	g.Expect(targets[2].err).To(MatchError(ContainSubstring("shop-2 does not exist")))
+	// A Pod being deleted is still reached, and unhealthy.
+	g.Expect(targets[3].err).NotTo(HaveOccurred())
+	g.Expect(targets[3].unhealthy).To(Equal("pod shop-3 is being deleted"))
 }
 
 func plan(kind clustering.Kind, from, to int, ins ...clustering.InstanceReport) clustering.Plan {
@@ -211,11 +218,23 @@ func TestRoleLabelChanges(t *testing.T) {
 		// A replica that lags beyond the bound leaves <name>-replicas until it catches up.
 		{Pod: "s-5", Role: v1alpha1.ReplicationRoleReplica},
 	}}
+	// The old primary loses its label before the new one, of a lower ordinal, gets it.
 	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
-		{Pod: "s-0", Value: "primary"}, {Pod: "s-1"}, {Pod: "s-4", Value: "replica"}, {Pod: "s-5"},
+		{Pod: "s-1", Demotes: true}, {Pod: "s-0", Value: "primary"}, {Pod: "s-4", Value: "replica"}, {Pod: "s-5"},
 	}))
 	// After a failed plan a role is only ever taken away.
-	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1"}, {Pod: "s-5"}}))
+	g.Expect(roleLabelChanges(pods, rep, true)).To(Equal([]labelChange{{Pod: "s-1", Demotes: true}, {Pod: "s-5"}}))
+	// A primary that becomes a replica is one change, ahead of the new primary's; after a failed plan it keeps
+	// its label (the new primary gets none).
+	pods = []*corev1.Pod{pod("s-0", ""), pod("s-1", "primary")}
+	rep.Instances = []v1alpha1.ReplicationInstance{
+		{Pod: "s-0", Role: v1alpha1.ReplicationRolePrimary},
+		{Pod: "s-1", Role: v1alpha1.ReplicationRoleReplica, InSync: true},
+	}
+	g.Expect(roleLabelChanges(pods, rep, false)).To(Equal([]labelChange{
+		{Pod: "s-1", Value: "replica", Demotes: true}, {Pod: "s-0", Value: "primary"},
+	}))
+	g.Expect(roleLabelChanges(pods, rep, true)).To(BeEmpty())
 	// A report that saw nothing changes nothing.
 	g.Expect(roleLabelChanges(pods, v1alpha1.ReplicationReport{}, false)).To(BeEmpty())
 }

@@ -65,8 +65,8 @@ func replicaStatus(row Row, received GTIDSet, c replicaColumns) (*ReplicaStatus,
 
 // semiSyncNames are the engine's names (lower case) of the semi-sync variables and status counters.
 type semiSyncNames struct {
-	sourceEnabled, replicaEnabled, waitPoint, waitCount, timeout string
-	sourceStatus, clients, waitSessions, noTx                    string
+	sourceEnabled, replicaEnabled, waitPoint, waitCount, timeout, waitNoReplica string
+	sourceStatus, clients, waitSessions, noTx                                   string
 }
 
 // semiSyncStatus reads the semi-sync state from SHOW VARIABLES and SHOW STATUS. fixedWaitCount is the number
@@ -91,6 +91,7 @@ func semiSyncStatus(vars, status map[string]string, n semiSyncNames, fixedWaitCo
 		ReplicaEnabled:      on(vars, n.replicaEnabled),
 		WaitPoint:           vars[n.waitPoint],
 		WaitForReplicaCount: fixedWaitCount,
+		WaitNoReplica:       on(vars, n.waitNoReplica),
 		SourceActive:        on(status, n.sourceStatus),
 	}
 	var err error

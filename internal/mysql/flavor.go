@@ -235,14 +235,21 @@ type SemiSyncStatus struct {
 	WaitPoint           string
 	WaitForReplicaCount int
 	Timeout             time.Duration
+	// WaitNoReplica is rpl_semi_sync_source_wait_no_replica (MariaDB: rpl_semi_sync_master_wait_no_slave): commits
+	// wait even while fewer replicas than the count are connected. Off, a source whose replicas are all gone
+	// falls back to asynchronous at once, whatever the timeout.
+	WaitNoReplica bool
 	// SourceActive is true while commits wait for acknowledgements; false when semi-sync is off on the source
-	// or the source has fallen back to asynchronous after a timeout.
+	// or the source has fallen back to asynchronous after a timeout. A source that fell back turns active again
+	// only when a semi-sync replica catches up with it, or when semi-sync is turned off and on
+	// (Server.ConfigureSemiSync does that).
 	SourceActive bool
 	// Replicas is the number of semi-sync replicas connected to the source.
 	Replicas int
 	// WaitingSessions is the number of commits waiting for an acknowledgement now.
 	WaitingSessions int
-	// AsyncCommits counts the commits since the server started that returned without an acknowledgement.
+	// AsyncCommits counts the commits since the server started that returned without an acknowledgement
+	// (Rpl_semi_sync_source_no_tx; MariaDB: Rpl_semi_sync_master_no_tx). Only a restart resets it.
 	AsyncCommits int64
 }
 

@@ -157,6 +157,8 @@ type mysqlReplica struct {
 	waitArgs           [][]any
 	waitingSessions    string
 	neverReached       bool
+	// fellBack answers as a source that fell back to asynchronous: enabled, Rpl_semi_sync_source_status OFF.
+	fellBack bool
 }
 
 func (m *mysqlReplica) answer(query string, args []any) ([]Row, error) {
@@ -175,9 +177,13 @@ func (m *mysqlReplica) answer(query string, args []any) ([]Row, error) {
 	case strings.HasPrefix(query, "SHOW GLOBAL VARIABLES"):
 		return variableRows("rpl_semi_sync_source_enabled", "ON", "rpl_semi_sync_replica_enabled", "OFF",
 			"rpl_semi_sync_source_wait_point", "AFTER_SYNC", "rpl_semi_sync_source_wait_for_replica_count", "2",
-			"rpl_semi_sync_source_timeout", "4294967295"), nil
+			"rpl_semi_sync_source_timeout", "4294967295", "rpl_semi_sync_source_wait_no_replica", "ON"), nil
 	case strings.HasPrefix(query, "SHOW GLOBAL STATUS"):
-		return variableRows("Rpl_semi_sync_source_status", "ON", "Rpl_semi_sync_source_clients", "2",
+		active := "ON"
+		if m.fellBack {
+			active = "OFF"
+		}
+		return variableRows("Rpl_semi_sync_source_status", active, "Rpl_semi_sync_source_clients", "2",
 			"Rpl_semi_sync_source_wait_sessions", orDefault(m.waitingSessions, "0"),
 			"Rpl_semi_sync_source_no_tx", "4"), nil
 	case strings.HasPrefix(query, "SELECT WAIT_FOR_EXECUTED_GTID_SET"):
@@ -214,8 +220,33 @@ func TestMySQLStatus(t *testing.T) {
 	g.Expect(st.Replica.Received.String()).To(Equal(uuidA + ":1-12"))
 	g.Expect(*st.SemiSync).To(Equal(SemiSyncStatus{
 		SourceEnabled: true, WaitPoint: "AFTER_SYNC", WaitForReplicaCount: 2,
-		Timeout: 4294967295 * time.Millisecond, SourceActive: true, Replicas: 2, AsyncCommits: 4,
+		Timeout: 4294967295 * time.Millisecond, WaitNoReplica: true, SourceActive: true, Replicas: 2, AsyncCommits: 4,
 	}))
+}
+
+// A MySQL source that fell back to asynchronous (after a commit waited 2^32-1 ms, its longest timeout) is
+// turned off and on, which re-arms it; one that is active is only set. Recorded: MySQL 8.4 has not run here
+// (see MySQLFlavor); the MariaDB flavor does the same against real servers (TestFallenBackSourceIsReArmed).
+func TestMySQLConfigureSemiSyncReArmsAFallenBackSource(t *testing.T) {
+	configure := []string{
+		"SET GLOBAL rpl_semi_sync_source_wait_point = 'AFTER_SYNC'",
+		"SET GLOBAL rpl_semi_sync_source_wait_no_replica = ON",
+		"SET GLOBAL rpl_semi_sync_source_wait_for_replica_count = 2",
+		"SET GLOBAL rpl_semi_sync_source_timeout = 4294967295",
+		"SET GLOBAL rpl_semi_sync_source_enabled = ON",
+	}
+	for _, tc := range []struct {
+		fellBack bool
+		want     []string
+	}{
+		{fellBack: true, want: append([]string{"SET GLOBAL rpl_semi_sync_source_enabled = OFF"}, configure...)},
+		{fellBack: false, want: configure},
+	} {
+		g := NewWithT(t)
+		rec := &recorder{answer: (&mysqlReplica{fellBack: tc.fellBack}).answer}
+		g.Expect(NewServer(MySQLFlavor{}, rec).ConfigureSemiSync(context.Background(), 2, 0)).To(Succeed())
+		g.Expect(rec.execs()).To(Equal(tc.want), "fell back: %t", tc.fellBack)
+	}
 }
 
 func TestMySQLServerStartReplicaOf(t *testing.T) {

@@ -159,8 +159,9 @@ func (MariaDBFlavor) SemiSyncStatus(ctx context.Context, db DB) (*SemiSyncStatus
 	return semiSyncStatus(vars, status, semiSyncNames{
 		sourceEnabled: "rpl_semi_sync_master_enabled", replicaEnabled: "rpl_semi_sync_slave_enabled",
 		waitPoint: "rpl_semi_sync_master_wait_point", timeout: "rpl_semi_sync_master_timeout",
-		sourceStatus: "rpl_semi_sync_master_status", clients: "rpl_semi_sync_master_clients",
-		waitSessions: "rpl_semi_sync_master_wait_sessions", noTx: "rpl_semi_sync_master_no_tx",
+		waitNoReplica: "rpl_semi_sync_master_wait_no_slave", sourceStatus: "rpl_semi_sync_master_status",
+		clients: "rpl_semi_sync_master_clients", waitSessions: "rpl_semi_sync_master_wait_sessions",
+		noTx: "rpl_semi_sync_master_no_tx",
 	}, 1)
 }
 

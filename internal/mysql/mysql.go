@@ -154,9 +154,9 @@ func (MySQLFlavor) SemiSyncStatus(ctx context.Context, db DB) (*SemiSyncStatus, 
 	return semiSyncStatus(vars, status, semiSyncNames{
 		sourceEnabled: "rpl_semi_sync_source_enabled", replicaEnabled: "rpl_semi_sync_replica_enabled",
 		waitPoint: "rpl_semi_sync_source_wait_point", waitCount: "rpl_semi_sync_source_wait_for_replica_count",
-		timeout: "rpl_semi_sync_source_timeout", sourceStatus: "rpl_semi_sync_source_status",
-		clients: "rpl_semi_sync_source_clients", waitSessions: "rpl_semi_sync_source_wait_sessions",
-		noTx: "rpl_semi_sync_source_no_tx",
+		timeout: "rpl_semi_sync_source_timeout", waitNoReplica: "rpl_semi_sync_source_wait_no_replica",
+		sourceStatus: "rpl_semi_sync_source_status", clients: "rpl_semi_sync_source_clients",
+		waitSessions: "rpl_semi_sync_source_wait_sessions", noTx: "rpl_semi_sync_source_no_tx",
 	}, 0)
 }
 

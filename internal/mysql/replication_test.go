@@ -19,6 +19,10 @@ import (
 // neverFallBack is semi-sync as the product runs it: one acknowledgement, no timeout.
 var neverFallBack = mysql.SemiSync{WaitForReplicas: 1}
 
+// pastDefaultTimeout is how long a test waits to show that a commit never falls back to asynchronous: longer
+// than the engines' default semi-sync timeout, 10 s (rpl_semi_sync_master_timeout, rpl_semi_sync_source_timeout).
+const pastDefaultTimeout = 12 * time.Second
+
 func TestPrimaryAndTwoReplicasReplicateRows(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 3, neverFallBack)
@@ -29,7 +33,7 @@ func TestPrimaryAndTwoReplicasReplicateRows(t *testing.T) {
 		t.Fatalf("server 0 is not a writable primary: %+v", primary)
 	}
 	if !primary.SemiSync.SourceEnabled || primary.SemiSync.WaitPoint != "AFTER_SYNC" ||
-		primary.SemiSync.WaitForReplicaCount != 1 {
+		primary.SemiSync.WaitForReplicaCount != 1 || !primary.SemiSync.WaitNoReplica || !primary.SemiSync.SourceActive {
 		t.Fatalf("semi-sync on the primary: %+v", primary.SemiSync)
 	}
 	for i := 1; i < 3; i++ {
@@ -104,12 +108,12 @@ func TestSemiSyncCommitWaitsForAnAcknowledgementAndNeverFallsBack(t *testing.T) 
 		done <- result{err, time.Since(start)}
 	}()
 
-	// Far longer than the default timeout would leave it, and no acknowledgement can come.
-	const window = 5 * time.Second
+	// No acknowledgement can come. Past the engines' default timeout (10 s), which a setting that did not take
+	// would leave in force: a shorter wait could not tell "never" from "after 10 s". It costs the test 12 s.
 	select {
 	case r := <-done:
 		t.Fatalf("the commit returned after %s (error %v) with no replica to acknowledge it", r.took, r.err)
-	case <-time.After(window):
+	case <-time.After(pastDefaultTimeout):
 	}
 	st := c.status(0)
 	if st.SemiSync.WaitingSessions != 1 || !st.SemiSync.SourceActive || st.SemiSync.AsyncCommits != 0 {
@@ -148,6 +152,61 @@ func TestSemiSyncCommitWaitsForAnAcknowledgementAndNeverFallsBack(t *testing.T) 
 	}
 	if got := c.content(1); !strings.HasPrefix(got, "1 rows") {
 		t.Fatalf("replica 1 holds %s, want the acknowledged row", got)
+	}
+}
+
+// TestFallenBackSourceIsReArmed lets a commit wait out a short timeout with the only replica stopped: it
+// returns without an acknowledgement, counted, and leaves the source asynchronous (enabled, not active), as
+// MySQL's longest timeout (49.7 days) would. Setting the product's settings again does not bring semi-sync
+// back while no replica catches up; ConfigureSemiSync re-arms it, and the next commit waits again.
+func TestFallenBackSourceIsReArmed(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, mysql.SemiSync{WaitForReplicas: 1, Timeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	if err := c.admin[1].StopReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.exec(0, "INSERT INTO orders VALUES (1, 'falls back', 0)")
+	st := c.status(0).SemiSync
+	if !st.SourceEnabled || st.SourceActive || st.AsyncCommits != 1 {
+		t.Fatalf("after a commit waited out the timeout: %+v", st)
+	}
+
+	root := mysql.NewDB(c.servers[0].OpenRoot())
+	if err := flavor.ConfigureSemiSyncSource(ctx, root, neverFallBack); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(0).SemiSync; st.SourceActive || st.Timeout < 49*24*time.Hour {
+		t.Fatalf("the settings alone re-armed the source, or were not set: %+v", st)
+	}
+	if err := c.admin[0].ConfigureSemiSync(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(0).SemiSync; !st.SourceActive || st.AsyncCommits != 1 {
+		t.Fatalf("ConfigureSemiSync did not re-arm the source: %+v", st)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.app(0).Exec("INSERT INTO orders VALUES (2, 'waits again', 0)")
+		done <- err
+	}()
+	c.eventually("the next commit to wait for an acknowledgement", func() bool {
+		return c.status(0).SemiSync.WaitingSessions == 1
+	})
+	if err := c.admin[1].StartReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("the commit still waits after the replica came back:\n%s", c.describe(1))
+	}
+	if st := c.status(0).SemiSync; st.AsyncCommits != 1 || !st.SourceActive {
+		t.Fatalf("after the replica acknowledged: %+v", st)
 	}
 }
 

@@ -224,7 +224,7 @@ func (s *Server) Promote(ctx context.Context, semi SemiSync) error {
 	if err := f.ConfigureSemiSyncReplica(ctx, db, false); err != nil {
 		return err
 	}
-	if err := f.ConfigureSemiSyncSource(ctx, db, semi); err != nil {
+	if err := s.configureSource(ctx, semi); err != nil {
 		return err
 	}
 	return f.SetReadOnly(ctx, db, false)
@@ -242,8 +242,31 @@ func timeoutOf(ctx context.Context) time.Duration {
 // waitForReplicas acknowledgements, for at most timeout; zero timeout means never fall back to asynchronous.
 // waitForReplicas 0 turns semi-sync off. MariaDB waits for one acknowledgement and refuses more with
 // ErrUnsupported.
+//
+// A source that has fallen back to asynchronous (enabled, not active: a commit waited out the timeout, which
+// on MySQL is at most 49.7 days) is re-armed: semi-sync is turned off and on again, since enabling it where it
+// is enabled changes nothing and it would otherwise stay asynchronous until a replica catches up. No commit
+// waits on a source that fell back, so turning it off releases none; the commits of the moment it is off go
+// asynchronously, as they already did. (Should a replica catch up and turn it active just before, the commits
+// that then wait are released unacknowledged and counted in AsyncCommits.)
 func (s *Server) ConfigureSemiSync(ctx context.Context, waitForReplicas int, timeout time.Duration) error {
-	return s.flavor.ConfigureSemiSyncSource(ctx, s.db, SemiSync{WaitForReplicas: waitForReplicas, Timeout: timeout})
+	return s.configureSource(ctx, SemiSync{WaitForReplicas: waitForReplicas, Timeout: timeout})
+}
+
+// configureSource is ConfigureSemiSync, for Promote too.
+func (s *Server) configureSource(ctx context.Context, cfg SemiSync) error {
+	if cfg.WaitForReplicas > 0 {
+		st, err := s.flavor.SemiSyncStatus(ctx, s.db)
+		if err != nil {
+			return err
+		}
+		if st.SourceEnabled && !st.SourceActive {
+			if err := s.flavor.ConfigureSemiSyncSource(ctx, s.db, SemiSync{}); err != nil {
+				return err
+			}
+		}
+	}
+	return s.flavor.ConfigureSemiSyncSource(ctx, s.db, cfg)
 }
 
 // WaitForGTID waits until the server has applied set (MySQL: WAIT_FOR_EXECUTED_GTID_SET; MariaDB:

@@ -160,6 +160,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
   map:
     fields:
+    - name: asyncCommits
+      type:
+        scalar: numeric
     - name: decision
       type:
         scalar: string

@@ -45,6 +45,10 @@ type MemberReplicationApplyConfiguration struct {
 	RequestedPrimary *string `json:"requestedPrimary,omitempty"`
 	// Error is why the member controller's last pass could not see or do everything; empty when all is well.
 	Error *string `json:"error,omitempty"`
+	// AsyncCommits is how many commits returned on the primary without a semi-sync acknowledgement since its
+	// server started (ReplicationInstance.AsyncCommits): any increase means acknowledged writes a failover
+	// could lose (the alert MySQLFleetAsyncCommits).
+	AsyncCommits *int64 `json:"asyncCommits,omitempty"`
 }
 
 // MemberReplicationApplyConfiguration constructs a declarative configuration of the MemberReplication type for use with
@@ -126,5 +130,13 @@ func (b *MemberReplicationApplyConfiguration) WithRequestedPrimary(value string)
 // If called multiple times, the Error field is set to the value of the last call.
 func (b *MemberReplicationApplyConfiguration) WithError(value string) *MemberReplicationApplyConfiguration {
 	b.Error = &value
+	return b
+}
+
+// WithAsyncCommits sets the AsyncCommits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AsyncCommits field is set to the value of the last call.
+func (b *MemberReplicationApplyConfiguration) WithAsyncCommits(value int64) *MemberReplicationApplyConfiguration {
+	b.AsyncCommits = &value
 	return b
 }
