@@ -12,6 +12,12 @@ const (
 	// target is a healthy replica in sync, and reports a refusal otherwise. Leaving the annotation set after the
 	// switch is harmless; removing it means "whichever is primary".
 	PrimaryAnnotation = "mysqlfleet.io/primary"
+	// ReplicasAnnotation on a member StatefulSet is the number of instances its MySQLCluster asks for
+	// (spec.replicas). A StatefulSet that has more holds them until the member controller has made the set
+	// ready to lose the ordinals at and above that number (ReplicationReport.ScaleDownReady): an acknowledged
+	// commit may be held by one replica only (MariaDB takes one acknowledgement from any), and a scale-down
+	// that removed it, or the primary, first could lose it. The hub writes spec.replicas down only then.
+	ReplicasAnnotation = "mysqlfleet.io/replicas"
 
 	// RoleLabel on a MySQL Pod is its role in the replicated set, as the member controller last established it:
 	// RolePrimary or RoleReplica. Pods that are neither (unreachable, errant, not yet replicating) carry no role
@@ -83,6 +89,13 @@ type ReplicationReport struct {
 	// LastError is why the last pass could not do or see everything (a refusal, an unreachable server, a failed
 	// step); empty when all is well.
 	LastError string `json:"lastError,omitempty"`
+	// ScaleDownReady is the number of instances the set is ready to shrink to, when ReplicasAnnotation asks
+	// for fewer than the StatefulSet has: the primary's ordinal is below it, the instances at and above it
+	// receive (and acknowledge) nothing, and an instance below it, other than the primary, holds every
+	// transaction the primary had executed. The hub then writes the StatefulSet's replicas down to it. Nil
+	// otherwise.
+	// +optional
+	ScaleDownReady *int32 `json:"scaleDownReady,omitempty"`
 	// Backups are the outcomes of the MySQLCluster's backup Jobs in the member, from the runner's reports (the
 	// Pods' termination messages): they outlive the Jobs, which their CronJob's history limits remove.
 	Backups *MemberBackups `json:"backups,omitempty"`
