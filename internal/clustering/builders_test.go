@@ -52,8 +52,14 @@ func requestPrimary(i int) func(*clustering.Desired) {
 func record(primary int, errant ...int) clustering.Record {
 	r := clustering.Record{Errant: errant}
 	if primary >= 0 {
-		r.Primary, r.PrimaryServerID = &primary, uint32(primary+1)
+		r.Primary, r.PrimaryServerID, r.SemiSyncWait = &primary, uint32(primary+1), 1
 	}
+	return r
+}
+
+// waitRecorded is r with the semi-sync wait count w in force.
+func waitRecorded(r clustering.Record, w int) clustering.Record {
+	r.SemiSyncWait = w
 	return r
 }
 

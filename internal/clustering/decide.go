@@ -20,8 +20,8 @@ const neverFallBack = 49 * 24 * time.Hour
 func Decide(d Desired, rec Record, obs []Observation) Plan {
 	e := &engine{
 		d: d, rec: rec, obs: obs, p: rec.PrimaryIndex(),
-		next: Record{Primary: rec.Primary, PrimaryServerID: rec.PrimaryServerID, Errant: slices.Clone(rec.Errant),
-			Change: rec.Change},
+		next: Record{Primary: rec.Primary, PrimaryServerID: rec.PrimaryServerID, SemiSyncWait: rec.SemiSyncWait,
+			Errant: slices.Clone(rec.Errant), Change: rec.Change, LeaseTransitions: rec.LeaseTransitions},
 		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{}, held: map[int]string{},
 		decision: Decision{From: -1, To: -1},
 	}
@@ -31,7 +31,11 @@ func Decide(d Desired, rec Record, obs []Observation) Plan {
 		d := e.decision
 		e.completed = &d
 	}
-	return Plan{Decision: e.decision, Steps: e.steps, Record: e.next, Report: e.report(), Completed: e.completed}
+	rep := e.report()
+	if k := e.d.shrinkTo(); k > 0 && (e.decision.Kind == Steady || e.decision.Kind == Repair) && e.shrinkReady() {
+		rep.ShrinkReady = k
+	}
+	return Plan{Decision: e.decision, Steps: e.steps, Record: e.next, Report: rep, Completed: e.completed}
 }
 
 type engine struct {
@@ -88,7 +92,7 @@ func (e *engine) decide() {
 		return
 	}
 	e.computeErrant()
-	if req := e.d.Primary; req != nil && *req != e.p {
+	if req := e.shrinkPrimary(e.d.Primary); req != nil && *req != e.p {
 		reason := e.switchoverRefusal(*req)
 		if reason == "" {
 			e.switchover(*req)
@@ -130,7 +134,7 @@ func (e *engine) bootstrap() {
 		a := writable[0]
 		e.decision = Decision{Kind: Adopt, From: -1, To: a,
 			Reason: fmt.Sprintf("instance %d is the only writable instance", a)}
-		e.next = withPrimary(e.next, a, e.status(a).ServerID, e.decision)
+		e.next = withPrimary(e.next, a, e.status(a).ServerID, configuredWait(e.status(a)), e.decision)
 		e.add(Step{Action: ActionSaveRecord, Record: e.next,
 			Why: fmt.Sprintf("no primary is recorded and instance %d is the only writable instance", a)})
 		return
@@ -168,7 +172,7 @@ func (e *engine) bootstrap() {
 		}
 	}
 	e.decision = Decision{Kind: Bootstrap, From: -1, To: 0}
-	e.next = withPrimary(Record{}, 0, e.status(0).ServerID, e.decision)
+	e.next = withPrimary(Record{}, 0, e.status(0).ServerID, e.w, e.decision)
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "bootstrap: instance 0 is the first primary"})
 	e.add(Step{Action: ActionPromote, Instance: 0, SemiSync: e.semiSync(), Why: "bootstrap"})
 	for i := 1; i < e.n; i++ {
@@ -260,9 +264,9 @@ func (e *engine) failover(reason string) {
 	// FailoverQuorum, counted over the instances other than the primary (all of them when the recorded
 	// primary is beyond the set).
 	others := len(answered) + len(silent)
-	if need := others - e.w + 1; len(answered) < need {
+	if w := e.acknowledgements(); len(answered) < others-w+1 {
 		refuse(fmt.Sprintf("commits waited for %d acknowledgement(s), so %d of the %d other instances must "+
-			"answer to be sure no acknowledged transaction is lost, and %v do not", e.w, need, others, silent))
+			"answer to be sure no acknowledged transaction is lost, and %v do not", w, others-w+1, others, silent))
 		return
 	}
 
@@ -334,7 +338,7 @@ func (e *engine) failover(reason string) {
 		return
 	}
 
-	e.next = withPrimary(e.next, chosen, e.status(chosen).ServerID, Decision{Kind: Failover, From: e.p,
+	e.next = withPrimary(e.next, chosen, e.status(chosen).ServerID, e.w, Decision{Kind: Failover, From: e.p,
 		Reason: reason})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("failover to instance %d", chosen)})
 	e.add(Step{Action: ActionPromote, Instance: chosen, SemiSync: e.semiSync(),
@@ -425,11 +429,11 @@ func (e *engine) switchover(r int) {
 	e.add(Step{Action: ActionFence, Instance: e.p, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionWaitForExecuted, Instance: r, Source: e.p, Timeout: e.d.switchoverTimeout(),
 		Why: "switchover: the target must hold every transaction of the fenced primary"})
-	e.next = withPrimary(e.next, r, e.status(r).ServerID, Decision{Kind: Switchover, From: e.p})
+	e.next = withPrimary(e.next, r, e.status(r).ServerID, e.w, Decision{Kind: Switchover, From: e.p})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("switchover to instance %d", r)})
 	e.add(Step{Action: ActionPromote, Instance: r, SemiSync: e.semiSync(), Why: "switchover"})
 	for i, o := range e.obs {
-		if i == r || !o.Reachable() || e.errant(i) || e.fenced[i] {
+		if i == r || !o.Reachable() || e.errant(i) || e.fenced[i] || e.leaving(i) {
 			continue
 		}
 		e.add(Step{Action: ActionReplicate, Instance: i, Source: r, Address: e.d.Addresses[r],
@@ -456,16 +460,25 @@ func (e *engine) stopErrantReceivers() {
 // repair puts right what is wrong around a primary that answers, and does nothing when nothing is wrong.
 func (e *engine) repair() {
 	pst := e.status(e.p)
-	// A record written before the primary's server_id was kept learns it from a writable primary: a new
-	// server on the primary's ordinal boots read-only, so a writable one is the primary that has served.
-	if e.next.PrimaryServerID == 0 && !readOnly(pst) && pst.Replica == nil {
-		e.next.PrimaryServerID = pst.ServerID
+	if !readOnly(pst) && pst.Replica == nil {
+		// A record written before the primary's server_id was kept learns it from a writable primary: a new
+		// server on the primary's ordinal boots read-only, so a writable one is the primary that has served.
+		if e.next.PrimaryServerID == 0 {
+			e.next.PrimaryServerID = pst.ServerID
+		}
+		// The wait count is lowered here, before the primary is configured below to wait for fewer, and
+		// raised once the primary is seen waiting for more (Record.SemiSyncWait). A primary whose semi-sync is
+		// off or fell back changes nothing: that is reported and repaired, not a new count.
+		if c := configuredWait(pst); c > 0 {
+			e.next.SemiSyncWait = min(e.w, c)
+		}
 	}
 	if !e.next.equal(e.rec) {
-		e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "the primary's server_id or the errant " +
-			"instances changed"})
+		e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "the primary's server_id, semi-sync wait " +
+			"count or errant instances changed"})
 	}
 	e.stopErrantReceivers()
+	e.stopLeavingReceivers()
 
 	switch {
 	case pst.Replica != nil:
@@ -480,7 +493,7 @@ func (e *engine) repair() {
 			Why: "the primary's semi-sync " + semiSyncProblem(pst.SemiSync, e.w)})
 	}
 	for i, o := range e.obs {
-		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) {
+		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) {
 			continue
 		}
 		if o.Seeding != "" {
@@ -492,7 +505,7 @@ func (e *engine) repair() {
 		}
 	}
 	if e.decision.Kind != "" {
-		return // a refused switchover; the repairs go on
+		return // a refused switchover or scale-down; the repairs go on
 	}
 	e.decision = Decision{Kind: Steady, From: -1, To: -1}
 	if len(e.steps) > 0 {
@@ -550,6 +563,25 @@ func (e *engine) seedSource() int {
 		}
 	}
 	return e.p
+}
+
+// acknowledgements is how many acknowledgements the lost primary's commits waited for at least: the record's
+// count, which is never above the one configured (Record.SemiSyncWait), and never above the desired one; one
+// for a record that predates it.
+func (e *engine) acknowledgements() int {
+	if r := e.rec.SemiSyncWait; r > 0 {
+		return min(e.w, r)
+	}
+	return min(e.w, 1)
+}
+
+// configuredWait is the number of acknowledgements a server's commits wait for, as read back: 0 when semi-sync
+// is off or fell back.
+func configuredWait(st *mysql.Status) int {
+	if s := st.SemiSync; s != nil && s.SourceEnabled && s.SourceActive {
+		return s.WaitForReplicaCount
+	}
+	return 0
 }
 
 // semiSyncProblem says how a primary's semi-sync differs from waiting for w acknowledgements without ever

@@ -26,6 +26,8 @@ type expect struct {
 	instanceErrors map[int]string
 	// completed is the change of primary the plan completes, as Decision.String prints it; "" for none.
 	completed string
+	// shrinkReady is the report's ShrinkReady.
+	shrinkReady int
 }
 
 type decideCase struct {
@@ -78,6 +80,7 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 			for i, msg := range tt.want.instanceErrors {
 				g.Expect(plan.Report.Instances[i].Error).To(ContainSubstring(msg), "instance %d", i)
 			}
+			g.Expect(plan.Report.ShrinkReady).To(Equal(tt.want.shrinkReady), "ready to shrink")
 			g.Expect(plan.Requeue()).To(Equal(len(plan.Steps) > 0))
 			if plan.Decision.Kind == clustering.Refused {
 				g.Expect(plan.Report.LastError).To(Equal(plan.Decision.Reason))
@@ -205,7 +208,7 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 		},
 		{
 			name: "steady on MySQL with four instances waiting for two",
-			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			d:    desired(4, engine(mysql.MySQL)), rec: waitRecorded(record(0), 2),
 			obs: observe(
 				my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never)),
 				my.replica(1, 0, mysqlUUID(0)+":1-10"),
@@ -330,7 +333,9 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 		{
 			name: "a single instance waits for nobody",
 			d:    desired(1), rec: record(0), obs: observe(md.primary(0, "0-1-10")),
-			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 0)"}},
+			// The record's wait count is lowered before the primary waits for fewer.
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[]",
+				"configure-semi-sync 0 (wait 0)"}},
 		},
 		{
 			name: "a single instance without semi-sync is steady",
@@ -644,7 +649,7 @@ func TestDecideFailover(t *testing.T) {
 		},
 		{
 			name: "MySQL, four instances waiting for two: one silent replica of three is fine",
-			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			d:    desired(4, engine(mysql.MySQL)), rec: waitRecorded(record(0), 2),
 			obs: observe(unreachable(), my.replica(1, 0, mysqlUUID(0)+":1-10", receiverStopped()), unreachable(),
 				my.replica(3, 0, mysqlUUID(0)+":1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
@@ -653,7 +658,7 @@ func TestDecideFailover(t *testing.T) {
 		},
 		{
 			name: "MySQL, four instances waiting for two: two silent replicas of three are not",
-			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			d:    desired(4, engine(mysql.MySQL)), rec: waitRecorded(record(0), 2),
 			obs: observe(unreachable(), my.replica(1, 0, mysqlUUID(0)+":1-10", receiverStopped()), unreachable(),
 				unreachable()),
 			want: expect{kind: clustering.Refused, reason: "2 of the 3 other instances must answer"},
@@ -907,3 +912,132 @@ func TestDecideKeepsThePrimarysServerID(t *testing.T) {
 }
 
 func ptr(i int) *int { return &i }
+
+// The failover quorum rests on the wait count the primary's commits had, which the record keeps below the one
+// configured: raised once the primary waits for more, lowered before it waits for fewer.
+func TestDecideWaitCountFollowsThePrimary(t *testing.T) {
+	runDecideCases(t, []decideCase{
+		{
+			name: "MySQL scaled from 3 to 4: the primary still waits for one, and is configured for two",
+			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			obs: observe(my.primary(0, mysqlUUID(0)+":1-10"), my.replica(1, 0, mysqlUUID(0)+":1-10"),
+				my.replica(2, 0, mysqlUUID(0)+":1-10"), my.fresh(3)),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 2)", "replicate 3 from 0"},
+				inSync: []int{1, 2}},
+		},
+		{
+			name: "MySQL scaled from 3 to 4: the primary lost before it waited for two needs every replica",
+			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			obs: observe(unreachable(), my.replica(1, 0, mysqlUUID(0)+":1-10", receiverStopped()), unreachable(),
+				my.replica(3, 0, mysqlUUID(0)+":1-9", receiverStopped())),
+			want: expect{kind: clustering.Refused,
+				reason: "commits waited for 1 acknowledgement(s), so 3 of the 3 other instances must answer"},
+		},
+		{
+			name: "MySQL scaled from 3 to 4: once the primary waits for two, the record says so",
+			d:    desired(4, engine(mysql.MySQL)), rec: record(0),
+			obs: observe(my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never)),
+				my.replica(1, 0, mysqlUUID(0)+":1-10"), my.replica(2, 0, mysqlUUID(0)+":1-10"),
+				my.replica(3, 0, mysqlUUID(0)+":1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[]"},
+				inSync: []int{1, 2, 3}},
+		},
+		{
+			name: "MySQL scaled from 5 to 3: the record is lowered before the primary waits for fewer",
+			d:    desired(3, engine(mysql.MySQL)), rec: waitRecorded(record(0), 2),
+			obs: observe(my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never)),
+				my.replica(1, 0, mysqlUUID(0)+":1-10"), my.replica(2, 0, mysqlUUID(0)+":1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[]",
+				"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
+		},
+	})
+	g := NewWithT(t)
+	plan := clustering.Decide(desired(4, engine(mysql.MySQL)), record(0), observe(
+		my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never)), my.replica(1, 0, mysqlUUID(0)+":1-10"),
+		my.replica(2, 0, mysqlUUID(0)+":1-10"), my.replica(3, 0, mysqlUUID(0)+":1-10")))
+	g.Expect(plan.Record.SemiSyncWait).To(Equal(2))
+	plan = clustering.Decide(desired(3, engine(mysql.MySQL)), waitRecorded(record(0), 2), observe(
+		my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never)), my.replica(1, 0, mysqlUUID(0)+":1-10"),
+		my.replica(2, 0, mysqlUUID(0)+":1-10")))
+	g.Expect(plan.Record.SemiSyncWait).To(Equal(1))
+}
+
+func shrinkTo(k int) func(*clustering.Desired) { return func(d *clustering.Desired) { d.ShrinkTo = k } }
+
+// A scale-down (Desired.ShrinkTo) is ready only once the primary stays, the leaving instances receive nothing,
+// and a staying replica holds everything the primary executed; until then every rule counts all instances.
+func TestDecideShrink(t *testing.T) {
+	runDecideCases(t, []decideCase{
+		{
+			name: "3 to 2: the leaving replica stops receiving first; not ready while it received",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"stop-replica-io 2"}, inSync: []int{1, 2},
+				instanceErrors: map[int]string{2: "leaving: the set is scaling down to 2 instances"}},
+		},
+		{
+			name: "3 to 2: the leaving replica stopped and the staying one holds everything: ready, nothing to do",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "0-1-10", receiverStopped())),
+			want: expect{kind: clustering.Steady, inSync: []int{1}, shrinkReady: 2},
+		},
+		{
+			name: "3 to 2: the staying replica's receiver had stopped: it is restarted, and not ready before it holds everything",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-8", receiverStopped()),
+				md.replica(2, 0, "0-1-10", receiverStopped())),
+			want: expect{kind: clustering.Repair, steps: []string{"replicate 1 from 0"}},
+		},
+		{
+			name: "3 to 2 with the primary leaving: switched over to the lowest staying instance, the leaving one not repointed",
+			d:    desired(3, shrinkTo(2)), rec: record(2),
+			obs: observe(md.replica(0, 2, "0-3-10"), md.replica(1, 2, "0-3-10"), md.primary(2, "0-3-10")),
+			want: expect{kind: clustering.Switchover, from: 2, to: 0, steps: []string{
+				"wait 0 for 2 within 10s", "fence 2", "wait 0 for 2 within 1m0s", "save-record primary=0 errant=[]",
+				"promote 0 (semi-sync wait 1)", "replicate 1 from 0",
+			}},
+		},
+		{
+			name: "3 to 2 with the primary leaving and no staying instance fit: refused, the repairs go on",
+			d:    desired(3, shrinkTo(2)), rec: record(2),
+			obs: observe(md.replica(0, 2, "0-3-4", lag(time.Minute)), unreachable(), md.primary(2, "0-3-10")),
+			want: expect{kind: clustering.Refused, reason: "the scale-down to 2 instances waits: the primary 2 is leaving",
+				steps: []string{}},
+		},
+		{
+			name: "3 to 2 with the staying replica down: the leaving one goes on acknowledging, the writes go on",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10"), unreachable(), md.replica(2, 0, "0-1-10")),
+			want: expect{kind: clustering.Steady, inSync: []int{2},
+				instanceErrors: map[int]string{2: "once enough of the staying instances replicate"}},
+		},
+		{
+			name: "3 to 2 with the primary leaving and instance 0 down: no switchover to 1, which nobody would acknowledge",
+			d:    desired(3, shrinkTo(2)), rec: record(2),
+			obs:  observe(unreachable(), md.replica(1, 2, "0-3-10"), md.primary(2, "0-3-10")),
+			want: expect{kind: clustering.Refused, inSync: []int{1},
+				reason: "instance 1 may, but too few other instances below 2 replicate", steps: []string{}},
+		},
+		{
+			name: "2 to 1: the primary stops waiting for acknowledgements, the record first, and the replica stops receiving",
+			d:    desired(2, shrinkTo(1)), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10")),
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[]",
+				"stop-replica-io 1", "configure-semi-sync 0 (wait 0)"}, inSync: []int{1}},
+		},
+		{
+			name: "2 to 1: ready once the leaving replica receives nothing",
+			d:    desired(2, shrinkTo(1)), rec: waitRecorded(record(0), 0),
+			obs: observe(md.primary(0, "0-1-10", semiSync(false, 1, never)),
+				md.replica(1, 0, "0-1-10", receiverStopped())),
+			want: expect{kind: clustering.Steady, shrinkReady: 1},
+		},
+		{
+			name: "3 to 2: a failover still needs every instance that may have acknowledged, the leaving one too",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs:  observe(unreachable(), md.replica(1, 0, "0-1-9", receiverStopped()), unreachable()),
+			want: expect{kind: clustering.Refused, reason: "2 of the 2 other instances must answer"},
+		},
+	})
+}

@@ -37,6 +37,11 @@ type Desired struct {
 	// Primary is the primary the user asked for (a planned switchover), or nil for "whichever is primary".
 	// A request for the current primary is a no-op; the request may stay set after the switch.
 	Primary *int
+	// ShrinkTo, when it is 1..N-1, is the number of instances the set is to shrink to (a scale-down asked for
+	// and not yet carried out): the engine moves the primary below it, stops the instances at and above it
+	// from receiving, and reports when an instance below it holds everything (Report.ShrinkReady). Until the
+	// instances are removed, every rule still counts all N. 0 means no scale-down.
+	ShrinkTo int
 	// SwitchoverTimeout bounds how long a switchover waits for its target to apply the fenced primary's
 	// last transactions; 0 means one minute. The old primary stays fenced and recorded if it runs out, and the
 	// next pass tries again or, if the target is no longer fit, makes the old primary writable again.
@@ -78,6 +83,12 @@ func (d Desired) semiSyncWait() (int, error) {
 	n := d.Instances()
 	w := d.SemiSyncWait
 	if w == 0 {
+		// While shrinking, commits wait for what the smaller set will wait for (nothing, for a single
+		// instance): the instances that are leaving stop acknowledging, and the record's count is lowered first
+		// (see Record.SemiSyncWait).
+		if k := d.shrinkTo(); k > 0 {
+			return DefaultSemiSyncWait(d.Engine, k), nil
+		}
 		return DefaultSemiSyncWait(d.Engine, n), nil
 	}
 	switch {
@@ -89,6 +100,14 @@ func (d Desired) semiSyncWait() (int, error) {
 		return 0, fmt.Errorf("semi-sync wait %d: MariaDB waits for exactly one acknowledgement", w)
 	}
 	return w, nil
+}
+
+// shrinkTo is ShrinkTo when it asks for a scale-down, 0 otherwise.
+func (d Desired) shrinkTo() int {
+	if d.ShrinkTo >= 1 && d.ShrinkTo < d.Instances() {
+		return d.ShrinkTo
+	}
+	return 0
 }
 
 func (d Desired) switchoverTimeout() time.Duration {
@@ -143,6 +162,12 @@ type Record struct {
 	// set-up an image's entrypoint logged). 0 in records written before it existed: the first pass that finds
 	// the primary writable, which a new server never is (it boots read-only), fills it in.
 	PrimaryServerID uint32 `json:"primaryServerID,omitempty"`
+	// SemiSyncWait is a bound on the number of acknowledgements the primary's commits waited for: never more
+	// than the count configured on the primary. It is lowered before the primary is configured to wait for
+	// fewer, and raised once it has been seen waiting for more, so that a failover's quorum, computed from it
+	// when the primary no longer answers, never assumes more acknowledgements than commits had (see
+	// FailoverQuorum). 0 in records written before it existed: a failover then assumes one.
+	SemiSyncWait int `json:"semiSyncWait,omitempty"`
 	// Change is how Primary became the primary, saved with it before it turns writable: whichever pass
 	// completes the change (a standby's, when the controller that began it died in its middle) reports it
 	// (Plan.Completed). Nil in records written before it existed.
@@ -174,16 +199,16 @@ func (r Record) isErrant(i int) bool { return slices.Contains(r.Errant, i) }
 
 func (r Record) equal(o Record) bool {
 	return r.PrimaryIndex() == o.PrimaryIndex() && r.PrimaryServerID == o.PrimaryServerID &&
-		slices.Equal(r.Errant, o.Errant)
+		r.SemiSyncWait == o.SemiSyncWait && slices.Equal(r.Errant, o.Errant)
 }
 
 func (r Record) String() string {
 	return fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
 }
 
-// withPrimary is r with primary p, whose server_id is id, made so by d.
-func withPrimary(r Record, p int, id uint32, d Decision) Record {
-	return Record{Primary: &p, PrimaryServerID: id, Errant: slices.Clone(r.Errant),
+// withPrimary is r with primary p, whose server_id is id, made so by d; the promotion configures w.
+func withPrimary(r Record, p int, id uint32, w int, d Decision) Record {
+	return Record{Primary: &p, PrimaryServerID: id, SemiSyncWait: w, Errant: slices.Clone(r.Errant),
 		Change: &Change{Kind: d.Kind, From: d.From, Reason: d.Reason}}
 }
 
@@ -274,6 +299,10 @@ type Report struct {
 	Instances []InstanceReport
 	// LastError is the refusal reason, or else the first instance error, "" when all is well.
 	LastError string
+	// ShrinkReady is Desired.ShrinkTo once the set is ready to lose the instances at and above it: the
+	// primary is below it, those instances receive nothing, and another instance below it holds every
+	// transaction the primary had executed. 0 otherwise.
+	ShrinkReady int
 }
 
 // InSync lists the replicas in sync.

@@ -116,6 +116,16 @@ func requestedPrimary(sts *appsv1.StatefulSet) (*int, error) {
 	return &n, nil
 }
 
+// shrinkTo reads ReplicasAnnotation: the number of instances the hub asks for when it is below the StatefulSet's
+// (a scale-down to prepare), 0 otherwise, or when the annotation is absent or not a count.
+func shrinkTo(sts *appsv1.StatefulSet) int {
+	n, err := strconv.Atoi(strings.TrimSpace(sts.Annotations[v1alpha1.ReplicasAnnotation]))
+	if err != nil || n < 1 || n >= instances(sts) {
+		return 0
+	}
+	return n
+}
+
 // target is where one instance is reached, or why it cannot be, and why it must not be primary (see unhealthy).
 type target struct {
 	pod       *corev1.Pod
@@ -151,7 +161,7 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 	if err != nil {
 		return clustering.Desired{}, nil, err
 	}
-	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag}
+	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag, ShrinkTo: shrinkTo(sts)}
 	if n := sts.Labels[v1alpha1.ClusterNameLabel]; n != "" {
 		d.Name = n
 	}

@@ -49,6 +49,9 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	if prev != nil {
 		rep.LastTransition = prev.LastTransition
 	}
+	if k := plan.Report.ShrinkReady; k > 0 && execErr == nil {
+		rep.ScaleDownReady = ptr.To(int32(k))
+	}
 	if execErr != nil {
 		rep.LastError = execErr.Error()
 	} else if plan.Completed != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,4 +184,60 @@ func TestReplacedPrimaryVolumeIsNeverPromoted(t *testing.T) {
 	// Its own set-up is a transaction no other server has: it is kept out, for a rebuild.
 	g.Eventually(func() v1alpha1.ReplicationRole { return s.report().Instances[0].Role }, convergeWithin,
 		100*time.Millisecond).Should(Equal(v1alpha1.ReplicationRoleErrant))
+}
+
+// A scale from 3 to 2 asked for right after replica 1's receiver stopped (so replica 2 alone acknowledges), with
+// the primary killed at once: the failover counts all three instances and takes the leaving one, which holds
+// every acknowledged write; the scale-down then moves the primary below 2, stops the leaving instance's receiver
+// and reports the set ready only once a staying replica holds everything. Only then does the test, as the hub
+// and the StatefulSet controller, remove Pod 2. Every acknowledged write is on the two that stay.
+func TestScaleDownKeepsEveryAcknowledgedWrite(t *testing.T) {
+	g := NewWithT(t)
+	e := startEnv(t)
+	s := e.startSet("shrink", 3)
+	s.waitFormed(g, 0, 1, 2)
+	ws := s.startWriters(4)
+	waitEachAcks(g, ws, 50)
+
+	s.root(1, "STOP SLAVE IO_THREAD")
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.ReplicasAnnotation+`":"2"}}}`))
+	g.Expect(e.c.Patch(e.ctx, s.sts.DeepCopy(), patch)).To(Succeed())
+	s.server(0).Kill()
+	g.Eventually(s.lastTransition, convergeWithin, 100*time.Millisecond).Should(MatchRegexp(`^Failover shrink-0 -> shrink-[12]$`))
+	p := s.primaryIndex()
+	waitEachAcks(g, ws, 20)
+	for _, w := range ws {
+		g.Expect(s.missing(g, p, w.Acked())).To(BeEmpty(), "acknowledged writes lost by the failover")
+	}
+
+	// The killed server's volume is replaced (it may hold a commit no replica received); the new server
+	// catches up, and the set becomes ready to lose Pod 2.
+	s.replaceVolume(0)
+	g.Eventually(func() *int32 {
+		if rep := s.report(); rep != nil {
+			return rep.ScaleDownReady
+		}
+		return nil
+	}, convergeWithin, 100*time.Millisecond).Should(HaveValue(Equal(int32(2))))
+	p = s.primaryIndex()
+	g.Expect(p).To(BeNumerically("<", 2), "the primary stays below the new size")
+	rep := s.report()
+	g.Expect(rep.Instances[2].Role).NotTo(Equal(v1alpha1.ReplicationRoleReplica), "shrink-2 still replicates")
+
+	// As the hub, then the StatefulSet controller: 2 replicas, Pod 2 gone.
+	g.Expect(e.c.Patch(e.ctx, s.sts.DeepCopy(), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"replicas":2}}`)))).To(Succeed())
+	pod := &corev1.Pod{}
+	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(2)}, pod)).To(Succeed())
+	g.Expect(e.c.Delete(e.ctx, pod)).To(Succeed())
+	s.server(2).Kill()
+	s.waitFormed(g, p, 1-p)
+	waitEachAcks(g, ws, 20)
+	acked := stopWriters(t, ws)
+	g.Expect(s.missing(g, p, acked)).To(BeEmpty(), "acknowledged writes missing on the primary")
+	g.Eventually(func() []int { return s.missing(g, 1-p, acked) }, convergeWithin, 100*time.Millisecond).
+		Should(BeEmpty())
+	g.Eventually(func() string { return s.checksum(g, 1-p) }, convergeWithin, 100*time.Millisecond).
+		Should(Equal(s.checksum(g, p)))
 }

@@ -1,0 +1,131 @@
+package clustering
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A scale-down (Desired.ShrinkTo = k) removes the instances at and above k. Removing them as they are could lose
+// acknowledged transactions: MariaDB takes one acknowledgement from any replica, so the only copy of a commit
+// besides the primary's may be on a leaving instance, and the primary may be one of them. So the member's
+// StatefulSet keeps its Pods (the hub holds them) until the engine reports the set ready, Report.ShrinkReady:
+//   - the primary is below k: a primary at or above k is switched over to the lowest instance below k that
+//     may take over (the switchover's own rules, switchoverRefusal);
+//   - the leaving instances receive nothing: their receivers are stopped, so that they acknowledge nothing
+//     more, and they are not repaired;
+//   - neither step takes away the acknowledgements commits wait for: each waits until enough staying
+//     instances, other than the primary (and the switchover's target), replicate without a problem. A
+//     scale-down with a staying replica down waits for it rather than stop the writes;
+//   - an instance below k, other than the primary, has received everything the primary had executed when it
+//     was read after it (Observe reads the primary last): every commit acknowledged until then is held below
+//     k, and every later one is acknowledged by an instance below k.
+//
+// Until the Pods are gone every rule, the failover quorum above all, still counts all N instances; the wait
+// count is already the smaller set's (Desired.semiSyncWait), lowered in the record first.
+
+// leaving tells whether instance i is to be removed by a scale-down.
+func (e *engine) leaving(i int) bool {
+	k := e.d.shrinkTo()
+	return k > 0 && i >= k
+}
+
+// shrinkTarget is the instance below k that a primary at or above k moves to: the lowest that may take over,
+// or -1 and why none may.
+func (e *engine) shrinkTarget() (int, string) {
+	k := e.d.shrinkTo()
+	var why []string
+	for r := range k {
+		reason := e.switchoverRefusal(r)
+		if reason == "" {
+			return r, ""
+		}
+		why = append(why, fmt.Sprintf("instance %d: %s", r, reason))
+	}
+	return -1, strings.Join(why, "; ")
+}
+
+// shrinkPrimary is the primary a scale-down needs, when it needs another one than requested: the requested one
+// is kept if it stays.
+func (e *engine) shrinkPrimary(requested *int) *int {
+	k := e.d.shrinkTo()
+	if k == 0 || e.p < k || (requested != nil && *requested < k) {
+		return requested
+	}
+	t, why := e.shrinkTarget()
+	if t >= 0 && e.stayingReplicas(t) < e.w {
+		t, why = -1, fmt.Sprintf("instance %d may, but too few other instances below %d replicate to "+
+			"acknowledge its commits", t, k)
+	}
+	if t < 0 {
+		e.decision = Decision{Kind: Refused, From: e.p, To: -1, Reason: fmt.Sprintf("the scale-down to %d "+
+			"instances waits: the primary %d is leaving and no instance below %d may take over: %s", k, e.p, k, why)}
+		return nil
+	}
+	return &t
+}
+
+// stopLeavingReceivers stops the receivers of the instances a scale-down removes: they must acknowledge
+// nothing more.
+func (e *engine) stopLeavingReceivers() {
+	enough := e.stayingReplicas(-1) >= e.w
+	for i, o := range e.obs {
+		if i == e.p || !e.leaving(i) || !o.Reachable() {
+			continue
+		}
+		e.held[i] = fmt.Sprintf("leaving: the set is scaling down to %d instances", e.d.shrinkTo())
+		if !enough {
+			e.held[i] += ", once enough of the staying instances replicate to acknowledge the primary's commits"
+			continue
+		}
+		if r := o.Status.Replica; r != nil && r.IOState != "No" && !e.errant(i) {
+			e.add(Step{Action: ActionStopReplicaIO, Instance: i, Why: e.held[i]})
+		}
+	}
+}
+
+// stayingReplicas counts the instances below ShrinkTo, other than the primary and except, that replicate from
+// the primary without a problem: those that acknowledge its commits once the leaving ones no longer do.
+func (e *engine) stayingReplicas(except int) int {
+	n := 0
+	for i, o := range e.obs {
+		if i == e.p || i == except || e.leaving(i) || !o.Reachable() || e.errant(i) || e.fenced[i] {
+			continue
+		}
+		if e.replicaProblem(i, e.p) == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// shrinkReady tells whether the set may lose the instances at and above k now (see above), from this pass's
+// observations, before its plan runs.
+func (e *engine) shrinkReady() bool {
+	k := e.d.shrinkTo()
+	if k == 0 || e.p < 0 || e.p >= k || !e.obs[e.p].Reachable() {
+		return false
+	}
+	for i := k; i < e.n; i++ {
+		if o := e.obs[i]; o.Reachable() && o.Status.Replica != nil && o.Status.Replica.IOState != "No" {
+			return false
+		}
+	}
+	if k == 1 {
+		return true
+	}
+	executed := e.status(e.p).Executed
+	for i := range k {
+		o := e.obs[i]
+		if i == e.p || !o.Reachable() || e.errant(i) || e.fenced[i] {
+			continue
+		}
+		held := o.Status.Executed
+		if r := o.Status.Replica; r != nil && r.Received != nil {
+			held = held.Union(r.Received)
+		}
+		if executed.Subtract(held).IsEmpty() {
+			return true
+		}
+	}
+	return false
+}
