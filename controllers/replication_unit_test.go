@@ -5,8 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -136,17 +134,8 @@ func TestBackupVerdict(t *testing.T) {
 
 // asyncSeries reads mysqlfleet_member_async_commits of one MySQLCluster, as "member/primary" -> value.
 func asyncSeries(ns, name string) map[string]float64 {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		asyncCommits.Collect(ch)
-		close(ch)
-	}()
 	out := map[string]float64{}
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) != nil {
-			continue
-		}
+	for _, pb := range collected(asyncCommits) {
 		l := map[string]string{}
 		for _, p := range pb.GetLabel() {
 			l[p.GetName()] = p.GetValue()

@@ -155,15 +155,18 @@ func (s *set) followPrimary() {
 func (s *set) startWriter(first int) *mysqltest.Writer {
 	s.root(s.primaryIndex(), "CREATE TABLE IF NOT EXISTS shop.orders (id INT PRIMARY KEY, server INT)")
 	s.followPrimary()
-	return mysqltest.StartWriter(s.e.t, first, func() (*sql.DB, int) {
-		s.mu.Lock()
-		pod := s.primary
-		s.mu.Unlock()
-		if pod == "" || s.servers.Server(pod) == nil {
-			return nil, -1
-		}
-		return s.app(pod), s.ordinal(pod)
-	})
+	return mysqltest.StartWriter(s.e.t, first, s.writeTarget)
+}
+
+// writeTarget is where the application writes: the pool of the Pod labelled primary, and its ordinal.
+func (s *set) writeTarget() (*sql.DB, int) {
+	s.mu.Lock()
+	pod := s.primary
+	s.mu.Unlock()
+	if pod == "" || s.servers.Server(pod) == nil {
+		return nil, -1
+	}
+	return s.app(pod), s.ordinal(pod)
 }
 
 func (s *set) ordinal(pod string) int {

@@ -2,7 +2,6 @@ package member
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -50,15 +49,7 @@ func (s *set) startWriters(n int) []*mysqltest.Writer {
 	s.followPrimary()
 	ws := make([]*mysqltest.Writer, n)
 	for k := range ws {
-		ws[k] = mysqltest.StartWriter(s.e.t, 1+k*10_000_000, func() (*sql.DB, int) {
-			s.mu.Lock()
-			pod := s.primary
-			s.mu.Unlock()
-			if pod == "" || s.servers.Server(pod) == nil {
-				return nil, -1
-			}
-			return s.app(pod), s.ordinal(pod)
-		})
+		ws[k] = mysqltest.StartWriter(s.e.t, 1+k*10_000_000, s.writeTarget)
 	}
 	return ws
 }
