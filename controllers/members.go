@@ -254,19 +254,11 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 	if sched, err := render.BackupSchedule(c, m.Name); err == nil {
 		st.BackupSchedule = sched
 	}
-	opts := []render.Option{render.WithRunnerImage(r.runnerImage())}
-	if c.Spec.Restore != nil {
-		from, err := s.restoreFor(m.Name)
-		if err != nil {
-			conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-			return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonInvalidSpec, err), err
-		}
-		opts = append(opts, render.WithRestore(from))
+	hold, err := readScaleDown(ctx, mc, c)
+	if err != nil {
+		return r.memberError(ctx, conds, m, err), nil
 	}
-	if at, ok := backupRequested(c, prev); ok {
-		opts = append(opts, render.WithBackupNow(at))
-	}
-	objs, err := render.Render(c, m.Member, s.creds, opts...)
+	objs, err := r.renderMember(s, m, prev, hold)
 	if err != nil {
 		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 		reason := v1alpha1.ReasonInvalidSpec
@@ -293,7 +285,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 			st.Phase = v1alpha1.PhaseProgressing
 			conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 			conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonConverging, "recreating the StatefulSet for its new volume template")
-			return r.readBack(ctx, mc, c, st, conds), nil
+			return r.readBack(ctx, mc, c, st, conds, hold), nil
 		}
 	}
 	// The claims the StatefulSet's Pods will bind by name must be this MySQLCluster's before it is created or
@@ -330,7 +322,7 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		st.Phase, st.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)
 		conds.set(v1alpha1.MemberConditionApplied, false, conflictReason(conflicts), st.LastError)
 		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-		return r.readBack(ctx, mc, c, st, conds), nil
+		return r.readBack(ctx, mc, c, st, conds, hold), nil
 	}
 	if err != nil {
 		return r.memberError(ctx, conds, m, err), nil
@@ -340,12 +332,39 @@ func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, 
 		st.Phase = v1alpha1.PhasePaused
 		conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonPaused, "paused: nothing applied")
 		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-		return r.readBack(ctx, mc, c, st, conds), nil
+		return r.readBack(ctx, mc, c, st, conds, hold), nil
 	}
-	conds.set(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
-	st = r.readBack(ctx, mc, c, st, conds)
+	if hold != nil {
+		// Everything is applied, but spec.replicas is not in the member yet.
+		conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonScaleDownPending, hold.message)
+	} else {
+		conds.set(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
+	}
+	st = r.readBack(ctx, mc, c, st, conds, hold)
 	memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
 	return st, nil
+}
+
+// renderMember renders the member's objects with what this pass found: where spec.restore's backups are, a
+// backup asked for now, a scale-down held back. The error is a spec that cannot be honoured there.
+func (r *MySQLClusterReconciler) renderMember(s *scope, m fleet.State, prev v1alpha1.MemberStatus,
+	hold *scaleDownHold) (*render.Objects, error) {
+	c := s.cluster
+	opts := []render.Option{render.WithRunnerImage(r.runnerImage())}
+	if hold != nil {
+		opts = append(opts, render.WithHeldReplicas(hold.pods))
+	}
+	if c.Spec.Restore != nil {
+		from, err := s.restoreFor(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, render.WithRestore(from))
+	}
+	if at, ok := backupRequested(c, prev); ok {
+		opts = append(opts, render.WithBackupNow(at))
+	}
+	return render.Render(c, m.Member, s.creds, opts...)
 }
 
 // writerFor is the apply.Writer of a member's cluster, made once per cluster: a member registered again gets a
@@ -411,9 +430,11 @@ func isUnreachable(err error) bool {
 }
 
 // readBack reports how far the member got: ready replicas, bound volumes, backups. It counts only objects that
-// carry this MySQLCluster's UID: a predecessor's StatefulSet or volumes of the same name are not its own.
+// carry this MySQLCluster's UID: a predecessor's StatefulSet or volumes of the same name are not its own. While
+// a scale-down is held (hold not nil), the held Pods are the ones that should be ready, and the member is not
+// Ready: it is on its way to spec.replicas.
 func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster,
-	st v1alpha1.MemberStatus, conds memberConditions) v1alpha1.MemberStatus {
+	st v1alpha1.MemberStatus, conds memberConditions, hold *scaleDownHold) v1alpha1.MemberStatus {
 	conds.st = &st
 	var readErrs []string
 	var sts appsv1.StatefulSet
@@ -454,9 +475,13 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 	if st.Phase == v1alpha1.PhasePaused {
 		return st
 	}
+	pods := c.Spec.Replicas
+	if hold != nil {
+		pods = hold.pods
+	}
 	podsReady := err == nil && len(readErrs) == 0 && sts.Status.ObservedGeneration >= sts.Generation &&
-		sts.Status.ReadyReplicas == c.Spec.Replicas && sts.Status.UpdatedReplicas == c.Spec.Replicas
-	msg := fmt.Sprintf("%d/%d Pods ready", st.ReadyReplicas, c.Spec.Replicas)
+		sts.Status.ReadyReplicas == pods && sts.Status.UpdatedReplicas == pods
+	msg := fmt.Sprintf("%d/%d Pods ready", st.ReadyReplicas, pods)
 	if podsReady {
 		conds.set(v1alpha1.MemberConditionPodsReady, true, v1alpha1.ReasonPodsReady, msg)
 	} else {
@@ -499,12 +524,14 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
 	case repl != metav1.ConditionTrue:
 		conds.set(v1alpha1.MemberConditionReady, false, reason, rmsg)
+	case hold != nil:
+		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonScaleDownPending, hold.message)
 	default:
 		conds.set(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonServing, rmsg)
 	}
 	if st.Phase == "" {
 		switch {
-		case podsReady && repl == metav1.ConditionTrue:
+		case podsReady && repl == metav1.ConditionTrue && hold == nil:
 			st.Phase = v1alpha1.PhaseReady
 		case st.Restore != nil && st.Restore.Phase == v1alpha1.RestoreFailed:
 			st.Phase = v1alpha1.PhaseDegraded

@@ -111,7 +111,7 @@ func TestReadBackErrorsAreReported(t *testing.T) {
 				WithStatusSubresource(sts).Build(), failingFirst(1, tc.fail, errors.New("claims unreadable")))
 			r := &MySQLClusterReconciler{}
 			st := v1alpha1.MemberStatus{Name: "aws-eu-west-1"}
-			got := r.readBack(ctx, mc, c, st, memberConditions{st: &st, gen: c.Generation})
+			got := r.readBack(ctx, mc, c, st, memberConditions{st: &st, gen: c.Generation}, nil)
 			pods := meta.FindStatusCondition(got.Conditions, v1alpha1.MemberConditionPodsReady)
 			g.Expect(pods).NotTo(BeNil())
 			if tc.want == "" {

@@ -97,4 +97,8 @@ const (
 	// ReasonSwitchoverRefused: the member controller refuses the requested switchover (target not in sync,
 	// unhealthy or errant); the message says why.
 	ReasonSwitchoverRefused = "SwitchoverRefused"
+	// ReasonScaleDownPending: spec.replicas went down, and the member's StatefulSet keeps its Pods until the
+	// member controller has made the set ready to lose them (ReplicasAnnotation, ReplicationReport.ScaleDownReady);
+	// the message says how many Pods are held and what the member controller last reported.
+	ReasonScaleDownPending = "ScaleDownPending"
 )

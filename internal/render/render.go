@@ -119,6 +119,8 @@ type inputs struct {
 	runnerImage string
 	restore     *RestoreSource
 	backupNow   *time.Time
+	// heldReplicas, when above spec.replicas, is the StatefulSet's replicas (WithHeldReplicas).
+	heldReplicas int32
 }
 
 // WithBackupNow adds a Job that runs the backup CronJob's Job once, for a backup asked for at t.
@@ -127,6 +129,11 @@ func WithBackupNow(t time.Time) Option { return func(in *inputs) { in.backupNow 
 // WithRunnerImage is the image the backup and restore Jobs copy the backup runner from: the manager's own.
 // Default DefaultRunnerImage.
 func WithRunnerImage(image string) Option { return func(in *inputs) { in.runnerImage = image } }
+
+// WithHeldReplicas makes the StatefulSet keep n Pods instead of spec.replicas while the member controller
+// prepares the set to lose the Pods at and above spec.replicas; ReplicasAnnotation still says spec.replicas, the
+// number it prepares for. An n not above spec.replicas changes nothing: holding never removes Pods.
+func WithHeldReplicas(n int32) Option { return func(in *inputs) { in.heldReplicas = n } }
 
 // WithRestore is where spec.restore's backup is for this member, as the hub resolved it; required when
 // spec.restore is set.
@@ -162,7 +169,7 @@ func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials, opt
 		Service:             service(c, m, c.ServiceName(), v1alpha1.RolePrimary),
 		PrimaryService:      service(c, m, c.PrimaryServiceName(), v1alpha1.RolePrimary),
 		ReplicasService:     service(c, m, c.ReplicasServiceName(), v1alpha1.RoleReplica),
-		StatefulSet:         statefulSet(c, m, cnf),
+		StatefulSet:         statefulSet(c, m, cnf, in.heldReplicas),
 		PodDisruptionBudget: podDisruptionBudget(c, m),
 	}
 	if c.Spec.Backup != nil {

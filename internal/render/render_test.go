@@ -597,9 +597,48 @@ func TestPrimaryRequestAnnotatesOnlyThatMembersStatefulSet(t *testing.T) {
 	c.Spec.Replicas = 3
 	c.Spec.Primaries = map[string]int32{awsMember.Name: 2}
 	sts := mustRender(t, c, awsMember).StatefulSet
-	g.Expect(sts.Annotations).To(Equal(map[string]string{v1alpha1.PrimaryAnnotation: "2"}))
+	g.Expect(sts.Annotations).To(HaveKeyWithValue(v1alpha1.PrimaryAnnotation, "2"))
 	g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(v1alpha1.PrimaryAnnotation))
-	g.Expect(mustRender(t, c, gcpMember).StatefulSet.Annotations).To(BeEmpty())
+	g.Expect(mustRender(t, c, gcpMember).StatefulSet.Annotations).NotTo(HaveKey(v1alpha1.PrimaryAnnotation))
 	before := mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template
 	g.Expect(sts.Spec.Template).To(Equal(before), "a switchover request changes no Pod")
+}
+
+// The StatefulSet always announces spec.replicas to the member controller, on its own metadata; a held count
+// (the hub waiting for the member controller to prepare a scale-down) keeps more Pods, never fewer, and changes
+// neither the announcement nor the Pods.
+func TestReplicasAnnouncedAndHeld(t *testing.T) {
+	withReplicas := func(n int32) option { return func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = n } }
+	tests := []struct {
+		name            string
+		cluster         *v1alpha1.MySQLCluster
+		opts            []Option
+		wantReplicas    int32
+		wantAnnotations map[string]string
+	}{
+		{"spec.replicas", cluster(withReplicas(2)), nil, 2, map[string]string{v1alpha1.ReplicasAnnotation: "2"}},
+		{"held above spec.replicas", cluster(withReplicas(2)), []Option{WithHeldReplicas(3)}, 3,
+			map[string]string{v1alpha1.ReplicasAnnotation: "2"}},
+		{"held at spec.replicas", cluster(withReplicas(2)), []Option{WithHeldReplicas(2)}, 2,
+			map[string]string{v1alpha1.ReplicasAnnotation: "2"}},
+		{"held below spec.replicas removes nothing", cluster(withReplicas(3)), []Option{WithHeldReplicas(1)}, 3,
+			map[string]string{v1alpha1.ReplicasAnnotation: "3"}},
+		{"never defaulted", cluster(withReplicas(0)), nil, 1, map[string]string{v1alpha1.ReplicasAnnotation: "1"}},
+		{"beside a switchover request", cluster(withReplicas(1), func(c *v1alpha1.MySQLCluster) {
+			c.Spec.Primaries = map[string]int32{awsMember.Name: 0}
+		}), []Option{WithHeldReplicas(2)}, 2,
+			map[string]string{v1alpha1.ReplicasAnnotation: "1", v1alpha1.PrimaryAnnotation: "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o, err := Render(tt.cluster, awsMember, creds, tt.opts...)
+			g.Expect(err).NotTo(HaveOccurred())
+			sts := o.StatefulSet
+			g.Expect(*sts.Spec.Replicas).To(Equal(tt.wantReplicas))
+			g.Expect(sts.Annotations).To(Equal(tt.wantAnnotations))
+			g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(v1alpha1.ReplicasAnnotation), "would roll the Pods")
+			g.Expect(sts.Spec.Template).To(Equal(mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template))
+		})
+	}
 }

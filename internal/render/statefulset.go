@@ -93,7 +93,8 @@ func readinessScript(admin string) string {
 	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=127.0.0.1 --connect-timeout=3 status`
 }
 
-func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *appsv1ac.StatefulSetApplyConfiguration {
+// statefulSet is the MySQL StatefulSet, with held Pods instead of spec.replicas when held is larger.
+func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held int32) *appsv1ac.StatefulSetApplyConfiguration {
 	sel := Selector(c)
 	server, admin := binaries(c)
 	container := corev1ac.Container().
@@ -149,8 +150,11 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 			// Time for mysqld to flush dirty pages on shutdown, so that the next start needs no crash recovery.
 			WithTerminationGracePeriodSeconds(60))
 
+	// The replicas asked for are always announced: the member controller prepares a scale-down when the
+	// StatefulSet has more (held), and the hub lowers spec.replicas only once it has.
 	sts := appsv1ac.StatefulSet(c.StatefulSetName(), c.Namespace).
-		WithLabels(objectLabels(c, m.Name, ComponentDatabase))
+		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithAnnotations(map[string]string{v1alpha1.ReplicasAnnotation: strconv.Itoa(int(replicas(c)))})
 	// A planned switchover is asked of the member controller on the StatefulSet's own metadata (not its Pod
 	// template, which would roll the Pods); an entry removed from spec.primaries drops the annotation.
 	if ordinal, ok := c.Spec.Primaries[m.Name]; ok {
@@ -158,7 +162,7 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string) *apps
 	}
 	return sts.
 		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(replicas(c)).
+			WithReplicas(max(replicas(c), held)).
 			WithServiceName(c.HeadlessServiceName()).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel)).
 			// Parallel: each Pod initialises its own data directory and depends on no other Pod, so one slow or
