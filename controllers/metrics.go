@@ -38,6 +38,11 @@ var (
 		Help: "1 while the member controller reports a writable primary for the MySQLCluster in the member, 0 while it reports none; absent while nothing reports.",
 	}, []string{"cluster_namespace", "cluster_name", "member"})
 
+	writesBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_writes_blocked",
+		Help: "1 while the member controller reports that the MySQLCluster's primary in the member waits for more semi-sync acknowledgements than it has replicas connected to give them (no commit returns), 0 otherwise; absent while nothing reports.",
+	}, []string{"cluster_namespace", "cluster_name", "member"})
+
 	// asyncCommits is one series per primary server: the count is the server's own, cumulative since it
 	// started, so a series that followed the primary from server to server would jump at every switchover. A
 	// restart of the server resets it; alert on increase() (MySQLFleetAsyncCommits), which takes that as a
@@ -64,7 +69,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 	v1alpha1.PhaseDegraded, v1alpha1.PhasePaused, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDeleting}
 
 func init() {
-	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary,
+	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary, writesBlocked,
 		asyncCommits, memberChangePassesWaiting)
 }
 
@@ -118,24 +123,35 @@ func reportPrimaries(c *v1alpha1.MySQLCluster) {
 	// Members that left the placement, or stopped reporting, lose their series; so does a former primary.
 	l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name}
 	writablePrimary.DeletePartialMatch(l)
+	writesBlocked.DeletePartialMatch(l)
 	asyncCommits.DeletePartialMatch(l)
 	for _, m := range c.Status.Members {
-		if m.Replication == nil {
-			continue
+		if m.Replication != nil {
+			setPrimarySeries(c, m.Name, m.Replication)
 		}
-		v := 0.0
-		if p := m.Replication.Primary; p != "" {
-			v = 1
-			asyncCommits.WithLabelValues(c.Namespace, c.Name, m.Name, p).Set(float64(m.Replication.AsyncCommits))
-		}
-		writablePrimary.WithLabelValues(c.Namespace, c.Name, m.Name).Set(v)
 	}
+}
+
+// setPrimarySeries sets a member's series of the primary from what its member controller reports.
+func setPrimarySeries(c *v1alpha1.MySQLCluster, member string, mr *v1alpha1.MemberReplication) {
+	l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name, "member": member}
+	writable, blocked := 0.0, 0.0
+	if p := mr.Primary; p != "" {
+		writable = 1
+		asyncCommits.WithLabelValues(c.Namespace, c.Name, member, p).Set(float64(mr.AsyncCommits))
+	}
+	if mr.WritesBlocked != "" {
+		blocked = 1
+	}
+	writablePrimary.With(l).Set(writable)
+	writesBlocked.With(l).Set(blocked)
 }
 
 // forgetPrimaries drops the replication series of a MySQLCluster that is gone.
 func forgetPrimaries(key types.NamespacedName) {
 	l := prometheus.Labels{"cluster_namespace": key.Namespace, "cluster_name": key.Name}
 	writablePrimary.DeletePartialMatch(l)
+	writesBlocked.DeletePartialMatch(l)
 	asyncCommits.DeletePartialMatch(l)
 	failovers.DeletePartialMatch(l)
 }
@@ -176,19 +192,16 @@ func reportRows(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus) {
 		asyncCommits.DeletePartialMatch(l)
 		if m.Replication == nil {
 			writablePrimary.Delete(l)
+			writesBlocked.Delete(l)
 			continue
 		}
-		v := 0.0
-		if p := m.Replication.Primary; p != "" {
-			v = 1
-			asyncCommits.WithLabelValues(c.Namespace, c.Name, m.Name, p).Set(float64(m.Replication.AsyncCommits))
-		}
-		writablePrimary.With(l).Set(v)
+		setPrimarySeries(c, m.Name, m.Replication)
 	}
 }
 
 // forgetMemberSeries drops the per-MySQLCluster series of a member another replica now reports on.
 func forgetMemberSeries(member string) {
 	writablePrimary.DeletePartialMatch(prometheus.Labels{"member": member})
+	writesBlocked.DeletePartialMatch(prometheus.Labels{"member": member})
 	asyncCommits.DeletePartialMatch(prometheus.Labels{"member": member})
 }

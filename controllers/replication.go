@@ -50,7 +50,8 @@ func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberRep
 	if rep == nil {
 		return nil
 	}
-	mr := &v1alpha1.MemberReplication{Decision: rep.Decision.Kind, Error: rep.LastError}
+	mr := &v1alpha1.MemberReplication{Decision: rep.Decision.Kind, Error: rep.LastError,
+		WritesBlocked: rep.WritesBlocked}
 	for _, in := range rep.Instances {
 		switch in.Role {
 		case v1alpha1.ReplicationRolePrimary:
@@ -110,6 +111,9 @@ func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationRep
 	case mr.Primary == "":
 		return metav1.ConditionFalse, v1alpha1.ReasonNoPrimary, orText(rep.LastError, "no primary yet"),
 			rep.Decision.Kind == "Refused"
+	case mr.WritesBlocked != "":
+		return metav1.ConditionFalse, v1alpha1.ReasonWritesBlocked, fmt.Sprintf("%s is the primary, but no "+
+			"commit returns: %s%s", mr.Primary, mr.WritesBlocked, suffix(notInSync(rep))), false
 	case mr.ReplicasInSync < want:
 		return metav1.ConditionFalse, v1alpha1.ReasonReplicasNotInSync, fmt.Sprintf("%s is the primary; "+
 				"%d/%d replicas in sync%s", mr.Primary, mr.ReplicasInSync, want, suffix(notInSync(rep))),
@@ -141,10 +145,14 @@ func notInSync(rep *v1alpha1.ReplicationReport) string {
 	return strings.Join(out, "; ")
 }
 
-// serving counts the member's servers that serve in their role: the writable primary and the replicas in sync.
+// serving counts the member's servers that serve in their role: the writable primary, unless its writes are
+// blocked, and the replicas in sync.
 func serving(mr *v1alpha1.MemberReplication) int {
-	if mr == nil || mr.Primary == "" {
+	switch {
+	case mr == nil || mr.Primary == "":
 		return 0
+	case mr.WritesBlocked != "":
+		return int(mr.ReplicasInSync)
 	}
 	return 1 + int(mr.ReplicasInSync)
 }
@@ -211,6 +219,7 @@ func newTransition(before *v1alpha1.MySQLClusterStatus, now v1alpha1.MemberStatu
 // the last status write (a failover is a Warning: a server was lost), and counts failovers.
 func (r *MySQLClusterReconciler) emitReplicationEvents(s *scope) {
 	for _, m := range s.cluster.Status.Members {
+		r.emitWritesBlocked(s, m)
 		t := newTransition(s.before, m)
 		if t == nil {
 			continue
@@ -236,5 +245,26 @@ func (r *MySQLClusterReconciler) emitReplicationEvents(s *scope) {
 			note += ": " + t.Reason
 		}
 		r.Recorder.Eventf(s.cluster, nil, typ, t.Kind, "Replication", "%s", note)
+	}
+}
+
+// emitWritesBlocked records an Event when a member's primary starts to block its writes (a Warning) and when
+// they go on again, as the hub reads it.
+func (r *MySQLClusterReconciler) emitWritesBlocked(s *scope, m v1alpha1.MemberStatus) {
+	if r.Recorder == nil || m.Replication == nil {
+		return
+	}
+	was := ""
+	if prev := previousMember(s.before, m.Name).Replication; prev != nil {
+		was = prev.WritesBlocked
+	}
+	now := m.Replication.WritesBlocked
+	switch {
+	case now != "" && was == "":
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, v1alpha1.ReasonWritesBlocked, "Replication",
+			"member %s: no commit on %s returns: %s", m.Name, m.Replication.Primary, now)
+	case now == "" && was != "":
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "WritesResumed", "Replication",
+			"member %s: commits on %s return again", m.Name, m.Replication.Primary)
 	}
 }

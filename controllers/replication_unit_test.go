@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -46,6 +47,8 @@ func TestReplicationVerdict(t *testing.T) {
 		{"errant replica", 3, report("db-0", "Steady", primary, replica("db-1", true),
 			inst("db-2", v1alpha1.ReplicationRoleErrant, false)), metav1.ConditionFalse, v1alpha1.ReasonErrantReplicas, true},
 		{"unobserved", 3, report("", "Unobserved"), metav1.ConditionFalse, v1alpha1.ReasonUnobserved, true},
+		{"writes blocked", 3, blocked(report("db-0", "Repair", primary, inst("db-1", v1alpha1.ReplicationRoleNone, false),
+			inst("db-2", v1alpha1.ReplicationRoleUnreachable, false))), metav1.ConditionFalse, v1alpha1.ReasonWritesBlocked, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -183,4 +186,47 @@ func TestAsyncCommitsFollowThePrimary(t *testing.T) {
 	reportPrimaries(c)
 	forgetPrimaries(types.NamespacedName{Namespace: "async", Name: "db"})
 	g.Expect(asyncSeries("async", "db")).To(BeEmpty())
+}
+
+func blocked(rep *v1alpha1.ReplicationReport) *v1alpha1.ReplicationReport {
+	rep.WritesBlocked = "its commits wait for 1 semi-sync acknowledgement(s) and 0 replica(s) are connected to give them"
+	return rep
+}
+
+// A primary whose writes are blocked serves none: SERVING counts only the replicas in sync then, and the series
+// that MySQLFleetWritesBlocked alerts on is 1.
+func TestWritesBlockedIsNotServing(t *testing.T) {
+	g := NewWithT(t)
+	rep := report("db-0", "Steady", inst("db-0", v1alpha1.ReplicationRolePrimary, false),
+		inst("db-1", v1alpha1.ReplicationRoleReplica, true))
+	mr := memberReplication(rep, nil, metav1.Now())
+	g.Expect(serving(mr)).To(Equal(2))
+	mr = memberReplication(blocked(rep), nil, metav1.Now())
+	g.Expect(mr.WritesBlocked).NotTo(BeEmpty())
+	g.Expect(serving(mr)).To(Equal(1))
+
+	c := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "blocked"}}
+	c.Status.Members = []v1alpha1.MemberStatus{{Name: "aws", Replication: mr}}
+	reportPrimaries(c)
+	g.Expect(gaugeValue(writesBlocked, "shop", "blocked", "aws")).To(Equal(1.0))
+	c.Status.Members[0].Replication = memberReplication(report("db-0", "Steady",
+		inst("db-0", v1alpha1.ReplicationRolePrimary, false)), nil, metav1.Now())
+	reportPrimaries(c)
+	g.Expect(gaugeValue(writesBlocked, "shop", "blocked", "aws")).To(Equal(0.0))
+	forgetPrimaries(types.NamespacedName{Namespace: "shop", Name: "blocked"})
+	g.Expect(gaugeValue(writesBlocked, "shop", "blocked", "aws")).To(Equal(-1.0))
+}
+
+// gaugeValue is the value of a gauge series with these cluster and member labels, -1 when there is none.
+func gaugeValue(c prometheus.Collector, ns, name, member string) float64 {
+	for _, pb := range collected(c) {
+		l := map[string]string{}
+		for _, p := range pb.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["cluster_namespace"] == ns && l["cluster_name"] == name && l["member"] == member {
+			return pb.GetGauge().GetValue()
+		}
+	}
+	return -1
 }

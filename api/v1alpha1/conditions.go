@@ -79,6 +79,9 @@ const (
 	ReasonReplicasNotInSync = "ReplicasNotInSync"
 	// ReasonErrantReplicas: replicas hold transactions the primary does not have; they are fenced.
 	ReasonErrantReplicas = "ErrantReplicas"
+	// ReasonWritesBlocked: the primary's commits wait for semi-sync acknowledgements no connected replica can
+	// give; they return once a replica is back (semi-sync never falls back to asynchronous).
+	ReasonWritesBlocked = "WritesBlocked"
 	// ReasonBackupsCurrent and ReasonBackupsStale are the reasons of ConditionBackedUp.
 	ReasonBackupsCurrent = "BackupsCurrent"
 	ReasonBackupsStale   = "BackupsStale"

@@ -89,6 +89,10 @@ type ReplicationReport struct {
 	// LastError is why the last pass could not do or see everything (a refusal, an unreachable server, a failed
 	// step); empty when all is well.
 	LastError string `json:"lastError,omitempty"`
+	// WritesBlocked says why the primary's commits cannot return now: it waits for more semi-sync
+	// acknowledgements than it has replicas connected to give them. Empty when its writes can go on.
+	// +optional
+	WritesBlocked string `json:"writesBlocked,omitempty"`
 	// ScaleDownReady is the number of instances the set is ready to shrink to, when ReplicasAnnotation asks
 	// for fewer than the StatefulSet has: the primary's ordinal is below it, the instances at and above it
 	// receive (and acknowledge) nothing, and an instance below it, other than the primary, holds every

@@ -476,6 +476,11 @@ type MemberReplication struct {
 	// Primary is the Pod that is the writable primary; empty when there is none.
 	// +optional
 	Primary string `json:"primary,omitempty"`
+	// WritesBlocked says why the primary's commits cannot return now (it waits for more semi-sync
+	// acknowledgements than it has replicas connected to give them); empty while its writes can go on. The
+	// primary then serves no writes, and the member controller goes on repairing the replicas.
+	// +optional
+	WritesBlocked string `json:"writesBlocked,omitempty"`
 	// ReplicasInSync is how many replicas replicate from the primary with both threads running and a lag within
 	// the member controller's bound; the member is Ready when it is replicas - 1.
 	// +optional

@@ -32,6 +32,7 @@ func Decide(d Desired, rec Record, obs []Observation) Plan {
 		e.completed = &d
 	}
 	rep := e.report()
+	rep.WritesBlocked = e.writesBlocked()
 	if k := e.d.shrinkTo(); k > 0 && (e.decision.Kind == Steady || e.decision.Kind == Repair) && e.shrinkReady() {
 		rep.ShrinkReady = k
 	}
@@ -563,6 +564,24 @@ func (e *engine) seedSource() int {
 		}
 	}
 	return e.p
+}
+
+// writesBlocked says why the recorded primary, writable and kept by this plan, cannot return a commit now, or "".
+func (e *engine) writesBlocked() string {
+	if e.p < 0 || e.p >= len(e.obs) || e.next.PrimaryIndex() != e.p || !e.obs[e.p].Reachable() {
+		return ""
+	}
+	st := e.status(e.p)
+	w := configuredWait(st)
+	if readOnly(st) || st.Replica != nil || w == 0 || st.SemiSync.Replicas >= w {
+		return ""
+	}
+	msg := fmt.Sprintf("its commits wait for %d semi-sync acknowledgement(s) and %d replica(s) are connected to "+
+		"give them", w, st.SemiSync.Replicas)
+	if n := st.SemiSync.WaitingSessions; n > 0 {
+		msg += fmt.Sprintf("; %d commit(s) waiting", n)
+	}
+	return msg
 }
 
 // acknowledgements is how many acknowledgements the lost primary's commits waited for at least: the record's

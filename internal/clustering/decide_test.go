@@ -1041,3 +1041,26 @@ func TestDecideShrink(t *testing.T) {
 		},
 	})
 }
+
+// A primary that waits for more acknowledgements than it has semi-sync replicas connected blocks its writes,
+// and the report says so; the repairs go on.
+func TestDecideReportsBlockedWrites(t *testing.T) {
+	g := NewWithT(t)
+	connected := func(n, waiting int) option {
+		return func(in *instance) {
+			in.obs.Status.SemiSync.Replicas, in.obs.Status.SemiSync.WaitingSessions = n, waiting
+		}
+	}
+	plan := clustering.Decide(desired(3), record(0), observe(md.primary(0, "0-1-10", connected(0, 7)),
+		md.replica(1, 0, "0-1-10", stopped()), unreachable()))
+	g.Expect(plan.Report.WritesBlocked).To(Equal("its commits wait for 1 semi-sync acknowledgement(s) and 0 " +
+		"replica(s) are connected to give them; 7 commit(s) waiting"))
+	g.Expect(plan.Steps).To(HaveLen(1), "the stopped replica is restarted meanwhile")
+
+	plan = clustering.Decide(desired(3), record(0), observe(md.primary(0, "0-1-10", connected(1, 0)),
+		md.replica(1, 0, "0-1-10"), unreachable()))
+	g.Expect(plan.Report.WritesBlocked).To(BeEmpty())
+	plan = clustering.Decide(desired(1), record(0), observe(md.primary(0, "0-1-10", semiSync(false, 1, never),
+		connected(0, 0))))
+	g.Expect(plan.Report.WritesBlocked).To(BeEmpty(), "a single server waits for nobody")
+}

@@ -299,6 +299,10 @@ type Report struct {
 	Instances []InstanceReport
 	// LastError is the refusal reason, or else the first instance error, "" when all is well.
 	LastError string
+	// WritesBlocked says why the primary's commits cannot return now, "" when they can: it waits for more
+	// semi-sync acknowledgements than it has replicas connected to give them (semi-sync never falls back, so
+	// the commits wait until a replica is back). The member controller goes on repairing meanwhile.
+	WritesBlocked string
 	// ShrinkReady is Desired.ShrinkTo once the set is ready to lose the instances at and above it: the
 	// primary is below it, those instances receive nothing, and another instance below it holds every
 	// transaction the primary had executed. 0 otherwise.

@@ -49,6 +49,7 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	if prev != nil {
 		rep.LastTransition = prev.LastTransition
 	}
+	rep.WritesBlocked = plan.Report.WritesBlocked
 	if k := plan.Report.ShrinkReady; k > 0 && execErr == nil {
 		rep.ScaleDownReady = ptr.To(int32(k))
 	}

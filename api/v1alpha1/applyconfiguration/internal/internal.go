@@ -196,6 +196,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: writesBlocked
+      type:
+        scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberRestore
   map:
     fields:

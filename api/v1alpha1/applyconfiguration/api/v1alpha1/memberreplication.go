@@ -26,6 +26,10 @@ package v1alpha1
 type MemberReplicationApplyConfiguration struct {
 	// Primary is the Pod that is the writable primary; empty when there is none.
 	Primary *string `json:"primary,omitempty"`
+	// WritesBlocked says why the primary's commits cannot return now (it waits for more semi-sync
+	// acknowledgements than it has replicas connected to give them); empty while its writes can go on. The
+	// primary then serves no writes, and the member controller goes on repairing the replicas.
+	WritesBlocked *string `json:"writesBlocked,omitempty"`
 	// ReplicasInSync is how many replicas replicate from the primary with both threads running and a lag within
 	// the member controller's bound; the member is Ready when it is replicas - 1.
 	ReplicasInSync *int32 `json:"replicasInSync,omitempty"`
@@ -62,6 +66,14 @@ func MemberReplication() *MemberReplicationApplyConfiguration {
 // If called multiple times, the Primary field is set to the value of the last call.
 func (b *MemberReplicationApplyConfiguration) WithPrimary(value string) *MemberReplicationApplyConfiguration {
 	b.Primary = &value
+	return b
+}
+
+// WithWritesBlocked sets the WritesBlocked field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WritesBlocked field is set to the value of the last call.
+func (b *MemberReplicationApplyConfiguration) WithWritesBlocked(value string) *MemberReplicationApplyConfiguration {
+	b.WritesBlocked = &value
 	return b
 }
 
