@@ -62,6 +62,10 @@
 //     back (settings, wait_no_replica, and whether it still waits: one that fell back is re-armed), is
 //     reconfigured; an instance that does not replicate from the primary, or whose threads are stopped, or
 //     that does not acknowledge, is repointed (which restarts it).
+//   - A scale-down is asked for (Desired.ShrinkTo): a primary that is leaving is switched over below the new
+//     size, the leaving instances' receivers are stopped and they are not repaired, and the report says when a
+//     staying replica holds everything the primary executed (Report.ShrinkReady); neither step is taken while
+//     too few staying replicas work to acknowledge the primary's commits. See shrink.go.
 //   - Steady: nothing differs, the plan is empty. The member controller adds no write to an idle member.
 //
 // # Semi-sync wait count
@@ -82,6 +86,13 @@
 // Writes stop (they wait, they are never acknowledged asynchronously) while fewer than w replicas are up.
 // MariaDB waits for exactly one acknowledgement and cannot be told otherwise, so on MariaDB writes survive
 // all replicas but one being down, and automatic failover needs every replica to answer.
+//
+// The w a failover counts with is the one the lost primary's commits had, never the desired one: the record
+// keeps a bound on it (Record.SemiSyncWait), lowered before the primary is configured to wait for fewer and
+// raised once it is seen waiting for more, so that a scale-up on MySQL (whose desired w grows before the
+// primary is reconfigured) does not shrink the quorum, and every instance of a set being scaled down counts
+// until its Pods are gone. While the primary waits for more acknowledgements than it has replicas connected,
+// the report says its writes are blocked (Report.WritesBlocked).
 //
 // # Limits
 //
