@@ -9,7 +9,8 @@
 //     through a Resolver (its Pod IP on port 3306 in the product; a loopback server in tests). The engine is
 //     read from the mysql container (render records it nowhere else, see engineOf). A planned switchover is
 //     requested with the annotation mysqlfleet.io/primary=<ordinal> on the StatefulSet
-//     (v1alpha1.PrimaryAnnotation).
+//     (v1alpha1.PrimaryAnnotation); a scale-down with mysqlfleet.io/replicas=<n> below the StatefulSet's
+//     replicas (v1alpha1.ReplicasAnnotation), which the hub holds until the report says scaleDownReady.
 //   - Credentials: the account v1alpha1.AdminUser, with the password from the credentials Secret (the one the
 //     mysql container's MYSQL_ROOT_PASSWORD comes from, read live: Secrets are get only); replicas replicate
 //     as v1alpha1.ReplicationUser. Render creates both accounts on every server as its data directory is first
