@@ -89,12 +89,12 @@ type MySQLClusterSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
-	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket) cannot
-	// be set here.
+	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket, and the
+	// reserved administrative port: extra_port, admin_port, admin_address) cannot be set here.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=100
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_-]{0,63}$'))",message="config keys must be mysqld option names: lower case letters, digits, '_' or '-'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.replace('-', '_') in ['server_id', 'gtid_mode', 'enforce_gtid_consistency', 'gtid_strict_mode', 'log_bin', 'datadir', 'port', 'socket', 'bind_address', 'read_only', 'super_read_only', 'skip_slave_start', 'skip_replica_start', 'log_slave_updates', 'log_replica_updates', 'sync_binlog', 'binlog_format']))",message="config may not set server_id, GTID, binary log, read-only or replication start options, datadir, port, socket or bind_address: mysqlfleet manages them"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.replace('-', '_') in ['server_id', 'gtid_mode', 'enforce_gtid_consistency', 'gtid_strict_mode', 'log_bin', 'datadir', 'port', 'socket', 'bind_address', 'read_only', 'super_read_only', 'skip_slave_start', 'skip_replica_start', 'log_slave_updates', 'log_replica_updates', 'sync_binlog', 'binlog_format', 'extra_port', 'admin_port', 'admin_address']))",message="config may not set server_id, GTID, binary log, read-only or replication start options, datadir, port, socket, bind_address or the administrative port (extra_port, admin_port, admin_address): mysqlfleet manages them"
 	Config map[string]string `json:"config,omitempty"`
 
 	// ServiceType of the client Service.

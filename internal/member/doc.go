@@ -6,7 +6,8 @@
 // # One pass over one StatefulSet
 //
 //   - Desired: the instances are the StatefulSet's Pods <name>-0 .. <name>-(replicas-1); each is reached
-//     through a Resolver (its Pod IP on port 3306 in the product; a loopback server in tests). The engine is
+//     through a Resolver (its Pod IP in the product, on port 3306 for replication and on the reserved
+//     render.AdminPort for the controller's connections; a loopback server in tests). The engine is
 //     read from the mysql container (render records it nowhere else, see engineOf). A planned switchover is
 //     requested with the annotation mysqlfleet.io/primary=<ordinal> on the StatefulSet
 //     (v1alpha1.PrimaryAnnotation); a scale-down with mysqlfleet.io/replicas=<n> below the StatefulSet's

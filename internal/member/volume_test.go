@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
 )
 
@@ -37,7 +36,7 @@ func (s *set) replaceVolume(i int, logged ...string) {
 	}
 	s.mu.Unlock()
 	s.e.mu.Lock()
-	s.e.addrs[testNS+"/"+pod] = clustering.Address{Host: srv.Host, Port: srv.Port}
+	s.e.addrs[testNS+"/"+pod] = endpointsOf(srv)
 	s.e.mu.Unlock()
 	// The controller polls: it finds the new server at its next pass.
 }

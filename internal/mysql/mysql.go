@@ -37,7 +37,10 @@ const mysqlNeverTimeout = "4294967295"
 //   - REPLICATION CLIENT, REPLICATION_SLAVE_ADMIN: SHOW REPLICA STATUS, CHANGE REPLICATION SOURCE, START/STOP/
 //     RESET REPLICA;
 //   - SYSTEM_VARIABLES_ADMIN: read_only, super_read_only, the semi-sync variables, sql_log_bin;
-//   - BACKUP_ADMIN, CLONE_ADMIN: LOCK INSTANCE FOR BACKUP and CLONE, for seeding replicas.
+//   - BACKUP_ADMIN, CLONE_ADMIN: LOCK INSTANCE FOR BACKUP and CLONE, for seeding replicas;
+//   - SERVICE_CONNECTION_ADMIN: log in on the administrative interface (admin_address and admin_port, which
+//     render opens), where the controller connects so that application sessions that exhaust max_connections
+//     do not lock it out. Not yet run against a real MySQL 8.4 (see MySQLFlavor).
 //
 // Not granted: SUPER, FILE, SHUTDOWN, CREATE TABLESPACE, SYSTEM_USER, ROLE_ADMIN.
 var mysqlAdminGrants = []string{
@@ -45,8 +48,8 @@ var mysqlAdminGrants = []string{
 		"SHOW DATABASES, CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, REPLICATION SLAVE, REPLICATION CLIENT, " +
 		"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, CREATE USER, EVENT, TRIGGER ON *.* TO %s " +
 		"WITH GRANT OPTION",
-	"GRANT SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN, CONNECTION_ADMIN, BACKUP_ADMIN, CLONE_ADMIN " +
-		"ON *.* TO %s",
+	"GRANT SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN, CONNECTION_ADMIN, BACKUP_ADMIN, CLONE_ADMIN, " +
+		"SERVICE_CONNECTION_ADMIN ON *.* TO %s",
 }
 
 func (MySQLFlavor) Engine() Engine { return MySQL }

@@ -265,9 +265,9 @@ func TestMySQLScriptsRun(t *testing.T) {
 			ctr.Command[2] = strings.ReplaceAll(ctr.Command[2], DataMountPath, volume)
 			idFile := filepath.Join(volume, "server-id")
 			start := func(pod string) (id int) {
-				out, err := e.run(shell, ctr, "POD_NAME="+pod)
+				out, err := e.run(shell, ctr, "POD_NAME="+pod, "POD_IP=10.1.2.3")
 				g.Expect(err).NotTo(HaveOccurred(), out)
-				_, err = fmt.Sscanf(out, "mysqld --server-id=%d --report-host="+pod+"\n", &id)
+				_, err = fmt.Sscanf(out, "mysqld --server-id=%d --report-host="+pod+" --admin-address=10.1.2.3\n", &id)
 				g.Expect(err).NotTo(HaveOccurred(), out)
 				kept, err := os.ReadFile(idFile)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -311,10 +311,10 @@ func TestMySQLScriptsRun(t *testing.T) {
 			if strings.HasSuffix(shell, "busybox") {
 				cmd = exec.Command(shell, "sh", "-c", probe[2])
 			}
-			cmd.Env = []string{"PATH=" + e.bin + ":/usr/bin:/bin", "MYSQL_ROOT_PASSWORD=" + rootPassword}
+			cmd.Env = []string{"PATH=" + e.bin + ":/usr/bin:/bin", "MYSQL_ROOT_PASSWORD=" + rootPassword, "POD_IP=10.1.2.3"}
 			b, err := cmd.CombinedOutput()
 			g.Expect(err).NotTo(HaveOccurred(), string(b))
-			g.Expect(string(b)).To(Equal(rootPassword + " --user=root --host=127.0.0.1 --connect-timeout=3 status\n"))
+			g.Expect(string(b)).To(Equal(rootPassword + " --user=root --host=10.1.2.3 --port=33062 --connect-timeout=3 status\n"))
 		})
 	}
 }

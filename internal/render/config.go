@@ -29,6 +29,19 @@ const (
 	DataDir = DataMountPath + "/data"
 	// ConfigMountPath is where the ConfigMap is mounted.
 	ConfigMountPath = "/etc/mysql/conf.d"
+
+	// AdminPort is the server's reserved administrative port: MariaDB's extra_port, MySQL's admin_port. The
+	// member controller and the readiness probe log in there, so that application sessions that exhaust
+	// max_connections (on a primary whose commits all wait for a semi-sync acknowledgement, say) never lock
+	// them out. 33062 is MySQL's default admin_port; MariaDB has no default (extra_port 0 is off) and takes the
+	// same, so that one number serves both engines. Replication stays on MySQLPort.
+	AdminPort = 33062
+	// AdminPortName names AdminPort on the container. No Service publishes it: on MariaDB any account may log
+	// in on extra_port, which is reserved only by not being published.
+	AdminPortName = "admin"
+	// adminMaxConnections is MariaDB's extra_max_connections: the controller's pool (a few connections at
+	// most), a readiness probe and a human, with room to spare.
+	adminMaxConnections = 10
 )
 
 // configKey is the CRD's rule for spec.config keys; it is checked again here because a key is written into the
@@ -40,7 +53,7 @@ var configKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 var managedOptions = []string{
 	"server_id", "gtid_mode", "enforce_gtid_consistency", "gtid_strict_mode", "log_bin", "datadir", "port", "socket",
 	"bind_address", "read_only", "super_read_only", "skip_slave_start", "skip_replica_start", "log_slave_updates",
-	"log_replica_updates", "sync_binlog", "binlog_format",
+	"log_replica_updates", "sync_binlog", "binlog_format", "extra_port", "admin_port", "admin_address",
 }
 
 // optionPrefixes are the modifiers mysqld accepts in front of any option name (skip-log-bin turns log_bin off).
@@ -57,6 +70,7 @@ func myCnf(c *v1alpha1.MySQLCluster) (string, error) {
 	b.WriteString("[mysqld]\n")
 	b.WriteString("datadir = " + DataDir + "\n")
 	fmt.Fprintf(&b, "port = %d\n", MySQLPort)
+	writeAdminPort(&b, c)
 	// Clients reach MySQL through Services from changing Pod IPs; resolving their names only adds a DNS lookup
 	// to every login and grants written for host names that would not match anyway.
 	b.WriteString("skip-name-resolve\n")
@@ -87,6 +101,23 @@ func myCnf(c *v1alpha1.MySQLCluster) (string, error) {
 		fmt.Fprintf(&b, "%s = %s\n", k, v)
 	}
 	return b.String(), nil
+}
+
+// writeAdminPort opens AdminPort. MariaDB's extra_port listens where port does, with its own
+// extra_max_connections (measured on 10.11 with the default one-thread-per-connection: a login there succeeds
+// while the MySQL port refuses every ordinary user with ERROR 1040). MySQL's admin interface needs
+// admin_address, a single address and no wildcard, which differs per Pod: serverScript passes the Pod's IP.
+func writeAdminPort(b *strings.Builder, c *v1alpha1.MySQLCluster) {
+	b.WriteString("# Reserved administrative access for the member controller and the readiness probe, which\n")
+	b.WriteString("# application sessions cannot exhaust. No Service publishes this port")
+	if engine(c) == v1alpha1.EngineMariaDB {
+		b.WriteString(": any account may log in on\n# it, so it is reserved by not being published.\n")
+		fmt.Fprintf(b, "extra_port = %d\nextra_max_connections = %d\n", AdminPort, adminMaxConnections)
+		return
+	}
+	// Not yet run against a real MySQL 8.4 (see mysql.MySQLFlavor): written from MySQL's documentation.
+	b.WriteString("; logging in there needs\n# SERVICE_CONNECTION_ADMIN. admin-address is the Pod's IP, on the mysqld command line.\n")
+	fmt.Fprintf(b, "admin_port = %d\n", AdminPort)
 }
 
 func checkOption(key, value string) error {

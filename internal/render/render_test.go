@@ -422,8 +422,9 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Name).To(Equal("orders-credentials"))
 	g.Expect(*env["MYSQL_ROOT_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(v1alpha1.RootPasswordKey))
 	// Database and user are the init script's, never the image's MYSQL_DATABASE and MYSQL_USER, which its
-	// entrypoint would create with the binary log on (see TestSecret).
-	g.Expect(env).To(HaveLen(2))
+	// entrypoint would create with the binary log on (see TestSecret). POD_IP is MySQL's admin_address.
+	g.Expect(env).To(HaveLen(3))
+	g.Expect(env).To(HaveKey("POD_IP"))
 
 	ctr = mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template.Spec.Containers[0]
 	g.Expect(ctr.Resources).To(BeNil())
@@ -499,6 +500,8 @@ func TestRenderErrors(t *testing.T) {
 		{"unknown cloud", cluster(), placement.Member{Name: "x", Cloud: "oracle"}, creds, `unknown cloud "oracle"`},
 		{"unknown cloud for the backup volume", cluster(withStorageClassName("fast"), withBackup("@daily", pvcTarget())), placement.Member{Name: "x", Cloud: "oracle"}, creds, "no backup storage class"},
 		{"managed option", cluster(withConfig(map[string]string{"gtid-mode": "OFF"})), awsMember, creds, "mysqlfleet manages gtid_mode"},
+		{"administrative port", cluster(withConfig(map[string]string{"extra-port": "3307"})), awsMember, creds, "mysqlfleet manages extra_port"},
+		{"loose admin address", cluster(withConfig(map[string]string{"loose-admin-address": "0.0.0.0"})), awsMember, creds, "mysqlfleet manages admin_address"},
 		{"managed option with prefix", cluster(withConfig(map[string]string{"skip-log-bin": ""})), awsMember, creds, "mysqlfleet manages log_bin"},
 		{"loose managed option", cluster(withConfig(map[string]string{"loose_server_id": "7"})), awsMember, creds, "mysqlfleet manages server_id"},
 		{"option key injection", cluster(withConfig(map[string]string{"a\n[client]": "x"})), awsMember, creds, "not a mysqld option name"},
@@ -585,6 +588,64 @@ func TestEngines(t *testing.T) {
 			// The runner runs the engine's dump tool, found in the image it runs in.
 			env := envMap(o.BackupCronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env)
 			g.Expect(*env["BACKUP_ENGINE"].Value).To(Equal(string(orDefault(tt.engine, v1alpha1.EngineMySQL))))
+		})
+	}
+}
+
+// Each engine opens the reserved administrative port (AdminPort) its own way, the readiness probe logs in there,
+// and no Service publishes it. MySQL's admin interface is rendered only: it has not run against a real MySQL 8.4.
+func TestAdminPort(t *testing.T) {
+	tests := []struct {
+		engine       v1alpha1.Engine
+		cnf          []string
+		probeHost    string
+		adminAddress bool
+		notCnf       []string
+	}{
+		{engine: v1alpha1.EngineMariaDB, cnf: []string{"extra_port = 33062", "extra_max_connections = 10"},
+			probeHost: "--host=127.0.0.1 ", notCnf: []string{"admin_port", "admin_address"}},
+		{engine: v1alpha1.EngineMySQL, cnf: []string{"admin_port = 33062"}, probeHost: `--host="$POD_IP" `,
+			adminAddress: true, notCnf: []string{"extra_port", "extra_max_connections"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.engine), func(t *testing.T) {
+			g := NewWithT(t)
+			c := cluster()
+			c.Spec.Engine = tt.engine
+			if tt.engine == v1alpha1.EngineMariaDB {
+				c.Spec.Version = "10.11"
+			}
+			o := mustRender(t, c, awsMember)
+			cnf := o.ConfigMap.Data[MyCnfKey]
+			for _, line := range tt.cnf {
+				g.Expect(cnf).To(ContainSubstring("\n" + line + "\n"))
+			}
+			for _, word := range tt.notCnf {
+				g.Expect(cnf).NotTo(ContainSubstring(word))
+			}
+			ctr := o.StatefulSet.Spec.Template.Spec.Containers[0]
+			ports := map[string]int32{}
+			for _, p := range ctr.Ports {
+				ports[*p.Name] = *p.ContainerPort
+			}
+			g.Expect(ports).To(Equal(map[string]int32{"mysql": 3306, "admin": 33062}))
+			probe := ctr.ReadinessProbe.Exec.Command[2]
+			g.Expect(probe).To(ContainSubstring(tt.probeHost + "--port=33062 "))
+			env := envMap(ctr.Env)
+			if tt.adminAddress {
+				g.Expect(ctr.Command[2]).To(ContainSubstring(` --admin-address="$POD_IP"` + "\n"))
+				g.Expect(*env["POD_IP"].ValueFrom.FieldRef.FieldPath).To(Equal("status.podIP"))
+			} else {
+				g.Expect(ctr.Command[2]).NotTo(ContainSubstring("admin-address"))
+				g.Expect(env).NotTo(HaveKey("POD_IP"))
+			}
+			for _, svc := range []*corev1ac.ServiceApplyConfiguration{o.HeadlessService, o.Service, o.PrimaryService,
+				o.ReplicasService} {
+				for _, p := range svc.Spec.Ports {
+					g.Expect(*p.Port).NotTo(BeEquivalentTo(AdminPort), "Service %s publishes the admin port", *svc.Name)
+					g.Expect(*p.TargetPort).NotTo(Equal(intstr.FromString(AdminPortName)))
+				}
+			}
 		})
 	}
 }

@@ -69,9 +69,18 @@ fi
 // (root password, then the credentials Secret's init script) and execs the server (mysqld or mariadbd), which
 // replaces the shell so that it receives SIGTERM.
 //
+// MySQL also gets its admin_address there, the Pod's IP (POD_IP, see mysqlEnv): MySQL takes one address and
+// no wildcard, and the member controller reaches the admin interface from another Pod (see writeAdminPort).
+// Not yet run against a real MySQL 8.4 (see mysql.MySQLFlavor).
+//
 // Kubernetes expands $(NAME) in command and args when NAME is a variable of the container; the $(( )) and $( )
 // here name none, so they reach the shell unchanged.
-func serverScript(server string) string {
+func serverScript(c *v1alpha1.MySQLCluster) string {
+	server, _ := binaries(c)
+	args := ` --server-id="$server_id" --report-host="$POD_NAME"`
+	if engine(c) == v1alpha1.EngineMySQL {
+		args += ` --admin-address="$POD_IP"`
+	}
 	return `set -eu
 ordinal="${POD_NAME##*-}"
 case "$ordinal" in
@@ -79,7 +88,7 @@ case "$ordinal" in
 esac
 volume=` + DataMountPath + `
 datadir=` + DataDir + `
-` + ServerIDScript + `exec docker-entrypoint.sh ` + server + ` --server-id="$server_id" --report-host="$POD_NAME"
+` + ServerIDScript + `exec docker-entrypoint.sh ` + server + args + `
 `
 }
 
@@ -89,20 +98,33 @@ datadir=` + DataDir + `
 // ping exits 0 even when the login is refused, and a server that refuses its own root is not ready. Whether
 // a ready server serves as primary or replica is the member controller's role label, which the Services
 // select on.
-func readinessScript(admin string) string {
-	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=127.0.0.1 --connect-timeout=3 status`
+//
+// It logs in on AdminPort, so that a server whose application sessions fill max_connections stays ready. The
+// probe asks whether the server is up, not whether applications can connect: a full primary taken out of its
+// Services' endpoints would shed no session (those connected stay), would turn the overload into "no
+// endpoints" for every new client, and would come back only after probes succeed again, once sessions end.
+// MariaDB's extra_port listens on every address, like port, so loopback serves; MySQL's admin interface
+// listens on the Pod's IP alone.
+func readinessScript(c *v1alpha1.MySQLCluster) string {
+	_, admin := binaries(c)
+	host := "127.0.0.1"
+	if engine(c) == v1alpha1.EngineMySQL {
+		host = `"$POD_IP"`
+	}
+	return `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec ` + admin + ` --user=root --host=` + host + ` --port=` +
+		strconv.Itoa(AdminPort) + ` --connect-timeout=3 status`
 }
 
 // statefulSet is the MySQL StatefulSet, with held Pods instead of spec.replicas when held is larger.
 func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held int32) *appsv1ac.StatefulSetApplyConfiguration {
 	sel := Selector(c)
-	server, admin := binaries(c)
 	container := corev1ac.Container().
 		WithName(MySQLContainerName).
 		WithImage(Image(c)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand("sh", "-c", serverScript(server)).
-		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(MySQLPort).WithProtocol(corev1.ProtocolTCP)).
+		WithCommand("sh", "-c", serverScript(c)).
+		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(MySQLPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(AdminPortName).WithContainerPort(AdminPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(mysqlEnv(c)...).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(v1alpha1.DataVolumeName).WithMountPath(DataMountPath),
@@ -115,12 +137,13 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
 			WithPeriodSeconds(10).WithTimeoutSeconds(5).WithFailureThreshold(60)).
 		// Liveness only checks that mysqld accepts connections: restarting a database is drastic, and a busy
-		// server that is slow to answer queries must not be killed for it.
+		// server that is slow to answer queries must not be killed for it. A TCP connection is accepted even
+		// when max_connections is exhausted (the server then answers ERROR 1040), so the MySQL port serves.
 		WithLivenessProbe(corev1ac.Probe().
 			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
 			WithPeriodSeconds(10).WithTimeoutSeconds(5).WithFailureThreshold(6)).
 		WithReadinessProbe(corev1ac.Probe().
-			WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", readinessScript(admin))).
+			WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", readinessScript(c))).
 			WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(3)).
 		WithSecurityContext(containerSecurityContext())
 	if r := resources(c.Spec.Resources); r != nil {
@@ -221,6 +244,11 @@ func mysqlEnv(c *v1alpha1.MySQLCluster) []*corev1ac.EnvVarApplyConfiguration {
 		corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
 			WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.name"))),
 		secretEnv("MYSQL_ROOT_PASSWORD", c.CredentialsSecretName(), v1alpha1.RootPasswordKey),
+	}
+	if engine(c) == v1alpha1.EngineMySQL {
+		// MySQL's admin_address and the readiness probe's host (see serverScript).
+		env = append(env, corev1ac.EnvVar().WithName("POD_IP").WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("status.podIP"))))
 	}
 	// Not MYSQL_DATABASE and MYSQL_USER: the images' entrypoints create those with the binary log on, which
 	// would give every new server transactions of its own (errant on a replica, and a new primary volume

@@ -4,7 +4,8 @@
 // which hack/install-deps.sh installs. A test that needs a server fails, never skips, when it is missing.
 //
 // Servers boot with MariaDBFlavor's BootOptions (binary log, GTID strict mode, read-only, replication not
-// started), so what the tests prove is what the product configures.
+// started) and an administrative extra_port of their own (Server.AdminPort), so what the tests prove is what the
+// product configures.
 package mysqltest
 
 import (
@@ -33,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // Server is one running mariadbd.
@@ -42,6 +44,9 @@ type Server struct {
 	// Host and Port are where the server listens (always 127.0.0.1).
 	Host string
 	Port int
+	// AdminPort is the server's extra_port on Host, as render opens render.AdminPort: reserved administrative
+	// access, with its own extra_max_connections, that application sessions cannot exhaust.
+	AdminPort int
 	// Socket is the server's Unix socket.
 	Socket string
 	// DataDir is the server's data directory.
@@ -69,10 +74,11 @@ type config struct {
 	podIP bool
 }
 
-// OnPodIP makes the server listen where a Pod's server does, on the MySQL port (3306) of an address of its own:
-// a random one of 127.0.0.0/8, which is all loopback on Linux, standing for the Pod's IP. A member controller
-// running as in production (reaching each Pod at its IP on port 3306) then reaches it with no test seam at
-// all. It fails when something listens on port 3306 of every loopback address (0.0.0.0:3306).
+// OnPodIP makes the server listen where a Pod's server does, on the MySQL port (3306) and the administrative
+// port (render.AdminPort) of an address of its own: a random one of 127.0.0.0/8, which is all loopback on Linux,
+// standing for the Pod's IP. A member controller running as in production (reaching each Pod at its IP on
+// those ports) then reaches it with no test seam at all. It fails when something listens on either port of
+// every loopback address (0.0.0.0:3306).
 func OnPodIP() Option { return func(c *config) { c.podIP = true } }
 
 // WithServerID gives the server this server_id, as a Pod's data directory has its own (render.ServerIDScript),
@@ -87,7 +93,7 @@ func WithArgs(args ...string) Option {
 // placementOptions say where a server keeps its files and listens: the test decides those, whatever an option
 // file says.
 var placementOptions = map[string]bool{"datadir": true, "port": true, "socket": true, "bind_address": true,
-	"pid_file": true, "log_error": true, "tmpdir": true, "user": true}
+	"pid_file": true, "log_error": true, "tmpdir": true, "user": true, "extra_port": true}
 
 // WithOptionFile boots the server with the [mysqld] section of an option file (my.cnf), as a Pod's server reads
 // the one its ConfigMap holds: every option but those that place its files and port, after the defaults so
@@ -127,10 +133,15 @@ func (s *Server) RootDSN() string {
 }
 
 // DSN is a go-sql-driver DSN for a user over TCP, as clients on the network reach the server.
-func (s *Server) DSN(user, password string) string {
+func (s *Server) DSN(user, password string) string { return s.dsn(s.Port, user, password) }
+
+// AdminDSN is DSN on the server's AdminPort.
+func (s *Server) AdminDSN(user, password string) string { return s.dsn(s.AdminPort, user, password) }
+
+func (s *Server) dsn(port int, user, password string) string {
 	cfg := driver.NewConfig()
 	cfg.User, cfg.Passwd = user, password
-	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(port))
 	return cfg.FormatDSN()
 }
 
@@ -232,7 +243,7 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	return servers
 }
 
-// start tries a few ports: the free port found may be taken by someone else before mariadbd binds it.
+// start tries a few ports: the free ports found may be taken by someone else before mariadbd binds them.
 func start(t testing.TB, in *installation, template string, cfg config) (*Server, error) {
 	var err error
 	for range 3 {
@@ -256,12 +267,13 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 	if err := copyDir(template, dataDir); err != nil {
 		return nil, fmt.Errorf("failed to copy the template data directory: %w", err)
 	}
-	host, port := "127.0.0.1", 0
+	host, port, adminPort := "127.0.0.1", 0, 0
 	if cfg.podIP {
-		host, port = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254)), 3306
+		host = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+		port, adminPort = render.MySQLPort, render.AdminPort
 	} else {
 		var err error
-		if port, err = freePort(); err != nil {
+		if port, adminPort, err = freePorts(); err != nil {
 			return nil, err
 		}
 	}
@@ -274,13 +286,14 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		id = nextServerID.Add(1)
 	}
 	s := &Server{
-		ServerID: id,
-		Host:     host,
-		Port:     port,
-		Socket:   socket,
-		DataDir:  dataDir,
-		t:        t,
-		errLog:   filepath.Join(dir, "error.log"),
+		ServerID:  id,
+		Host:      host,
+		Port:      port,
+		AdminPort: adminPort,
+		Socket:    socket,
+		DataDir:   dataDir,
+		t:         t,
+		errLog:    filepath.Join(dir, "error.log"),
 	}
 	args := []string{
 		"--no-defaults", // must come first: no /etc/mysql/my.cnf
@@ -289,6 +302,10 @@ func startOnce(t testing.TB, in *installation, template string, cfg config) (*Se
 		"--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=" + host,
+		// The rendered my.cnf's extra_max_connections wins over this one (WithOptionFile comes after): this
+		// is for servers booted without it.
+		"--extra-port=" + strconv.Itoa(adminPort),
+		"--extra-max-connections=10",
 		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
 		"--log-error=" + s.errLog,
 		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
@@ -506,13 +523,18 @@ func (s *Server) errorLogTail() string {
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed to find a free port: %w", err)
+// freePorts finds two free ports at once, so that they differ: the server's port and its AdminPort.
+func freePorts() (port, adminPort int, err error) {
+	var ports [2]int
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, 0, fmt.Errorf("failed to find a free port: %w", err)
+		}
+		defer func() { _ = l.Close() }()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], ports[1], nil
 }
 
 // socketPath keeps the socket in the server's directory unless that path is too long for a Unix socket

@@ -53,6 +53,49 @@ func TestStartBootsAReadOnlyGTIDServer(t *testing.T) {
 	}
 }
 
+// The server's AdminPort is its own (an option file's extra_port places nothing) and still takes logins once
+// ordinary sessions exhaust max_connections: the test rig's side of render.AdminPort.
+func TestAdminPortServesAFullServer(t *testing.T) {
+	s := Start(t, WithOptionFile("[mysqld]\nextra_port = 33062\nmax_connections = 10\n"))
+	ctx := context.Background()
+	root := s.OpenRoot()
+	for _, q := range []string{"CREATE USER app@'%' IDENTIFIED BY 'pw'", "CREATE USER admin@'%' IDENTIFIED BY 'pw'"} {
+		if _, err := root.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app, err := sql.Open("mysql", s.DSN("app", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Close() }()
+	for n := 0; ; n++ {
+		conn, err := app.Conn(ctx)
+		if err != nil {
+			if !strings.Contains(err.Error(), "1040") {
+				t.Fatalf("connection %d: %v, want ERROR 1040", n, err)
+			}
+			break
+		}
+		defer func() { _ = conn.Close() }()
+		if n > 20 {
+			t.Fatal("max_connections = 10 from the option file was not applied")
+		}
+	}
+	admin, err := sql.Open("mysql", s.AdminDSN("admin", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Close() }()
+	var port int
+	if err := admin.QueryRowContext(ctx, "SELECT @@extra_port").Scan(&port); err != nil {
+		t.Fatalf("login on the admin port of a full server: %v", err)
+	}
+	if port != s.AdminPort || port == 33062 {
+		t.Fatalf("extra_port = %d, want the server's own %d", port, s.AdminPort)
+	}
+}
+
 func TestStopEndsTheProcess(t *testing.T) {
 	s := Start(t)
 	pid := s.cmd.Process.Pid

@@ -38,19 +38,20 @@ func New(t testing.TB, opts ...mysqltest.Option) *Servers {
 	return &Servers{t: t, opts: opts, byPod: map[string]*mysqltest.Server{}}
 }
 
-// Resolve is a member.Resolver: where the Pod's server listens.
-func (p *Servers) Resolve(pod *corev1.Pod) (clustering.Address, error) {
+// Resolve is a member.Resolver: where the Pod's server listens, on its MySQL port for replication and on its
+// own administrative port (mysqltest.Server.AdminPort, the rendered extra_port) for the controller.
+func (p *Servers) Resolve(pod *corev1.Pod) (replication, admin clustering.Address, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.byPod[pod.Name]
 	if !ok {
-		return clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
+		return clustering.Address{}, clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
 	}
-	return clustering.Address{Host: s.Host, Port: s.Port}, nil
+	return clustering.Address{Host: s.Host, Port: s.Port}, clustering.Address{Host: s.Host, Port: s.AdminPort}, nil
 }
 
 // Start runs a new server, with an empty data directory, for the Pod: booted with cnf (the [mysqld] options of a
-// my.cnf; those that place files and ports are the test's) and then given script (SQL run as root in one
+// my.cnf; those that place files and ports, extra_port included, are the test's) and then given script (SQL run as root in one
 // session, as the image runs /docker-entrypoint-initdb.d). A server it replaces is killed first.
 func (p *Servers) Start(pod, cnf, script string) *mysqltest.Server {
 	return p.StartWithRoot(pod, cnf, script, "")

@@ -46,8 +46,8 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// Resources of the mysqld container.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
-	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket) cannot
-	// be set here.
+	// manages (server-id, GTIDs, the binary log, read-only, replication start, datadir, port, socket, and the
+	// reserved administrative port: extra_port, admin_port, admin_address) cannot be set here.
 	Config map[string]string `json:"config,omitempty"`
 	// ServiceType of the client Service.
 	ServiceType *v1.ServiceType `json:"serviceType,omitempty"`
