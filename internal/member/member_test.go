@@ -424,7 +424,7 @@ func TestMemberController(t *testing.T) {
 		g.Expect(cm.Annotations).To(HaveKeyWithValue(v1alpha1.StatefulSetUIDAnnotation, string(sts.UID)))
 		g.Expect(metav1.IsControlledBy(cm, sts)).To(BeTrue(), "owner references %v", cm.OwnerReferences)
 		g.Expect(cm.Data[v1alpha1.ReplicationRecordKey]).To(Equal(fmt.Sprintf(
-			`{"primary":0,"primaryServerID":%d,"change":{"kind":"Bootstrap","from":-1},"leaseTransitions":0}`,
+			`{"primary":0,"primaryServerID":%d,"semiSyncWait":1,"change":{"kind":"Bootstrap","from":-1},"leaseTransitions":0}`,
 			servers[0].ServerID)))
 	})
 
