@@ -307,7 +307,8 @@ type Report struct {
 	LastError string
 	// WritesBlocked says why the primary's commits cannot return now, "" when they can: it waits for more
 	// semi-sync acknowledgements than it has replicas connected to give them (semi-sync never falls back, so
-	// the commits wait until a replica is back). The member controller goes on repairing meanwhile.
+	// the commits wait until a replica is back). The member controller goes on repairing meanwhile. "" when
+	// this plan switches semi-sync off instead (Async).
 	WritesBlocked string
 	// Async says why the primary's commits return without any replica holding them, "" when semi-sync is in
 	// force: with Desired.Preferred, its semi-sync is off (or is switched off by this plan) because no replica
