@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,7 @@ func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberRep
 			mr.MaxLagSeconds = &lag
 		}
 	}
+	asyncWindow(mr, rep, prev, now)
 	if t := rep.LastTransition; t != nil {
 		mr.LastTransition = &v1alpha1.ReplicationTransition{Kind: t.Kind, From: t.From, To: t.To, Reason: t.Reason,
 			ObservedTime: &now}
@@ -80,6 +82,26 @@ func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberRep
 		}
 	}
 	return mr
+}
+
+// asyncWindow mirrors the member's window of durability Preferred (semi-sync off) and keeps the last one that
+// closed: it ends when the hub first reads the report without it (or with a later one), so the end is as
+// precise as the hub's reads of the member.
+func asyncWindow(mr *v1alpha1.MemberReplication, rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberReplication,
+	now metav1.Time) {
+	mr.Async, mr.AsyncSince = rep.Async, rep.AsyncSince
+	if prev == nil {
+		return
+	}
+	mr.LastAsyncWindow = prev.LastAsyncWindow
+	if prev.AsyncSince == nil || (rep.AsyncSince != nil && rep.AsyncSince.Equal(prev.AsyncSince)) {
+		return
+	}
+	end := now
+	if rep.AsyncSince != nil {
+		end = *rep.AsyncSince // a window closed and another opened between two reads
+	}
+	mr.LastAsyncWindow = &v1alpha1.AsyncWindow{From: *prev.AsyncSince, To: end}
 }
 
 func sameTransition(a, b v1alpha1.ReplicationTransition) bool {
@@ -114,6 +136,14 @@ func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationRep
 	case mr.WritesBlocked != "":
 		return metav1.ConditionFalse, v1alpha1.ReasonWritesBlocked, fmt.Sprintf("%s is the primary, but no "+
 			"commit returns: %s%s", mr.Primary, mr.WritesBlocked, suffix(notInSync(rep))), false
+	case mr.Async != "":
+		since := "now"
+		if mr.AsyncSince != nil {
+			since = mr.AsyncSince.UTC().Format(time.RFC3339)
+		}
+		return metav1.ConditionFalse, v1alpha1.ReasonDurabilityDegraded, fmt.Sprintf("%s is the primary; its "+
+			"commits return without a replica holding them since %s (durability Preferred): a failover now could "+
+			"lose them%s", mr.Primary, since, suffix(notInSync(rep))), false
 	case mr.ReplicasInSync < want:
 		return metav1.ConditionFalse, v1alpha1.ReasonReplicasNotInSync, fmt.Sprintf("%s is the primary; "+
 				"%d/%d replicas in sync%s", mr.Primary, mr.ReplicasInSync, want, suffix(notInSync(rep))),
@@ -220,6 +250,7 @@ func newTransition(before *v1alpha1.MySQLClusterStatus, now v1alpha1.MemberStatu
 func (r *MySQLClusterReconciler) emitReplicationEvents(s *scope) {
 	for _, m := range s.cluster.Status.Members {
 		r.emitWritesBlocked(s, m)
+		r.emitAsyncWindow(s, m)
 		t := newTransition(s.before, m)
 		if t == nil {
 			continue
@@ -266,5 +297,28 @@ func (r *MySQLClusterReconciler) emitWritesBlocked(s *scope, m v1alpha1.MemberSt
 	case now == "" && was != "":
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "WritesResumed", "Replication",
 			"member %s: commits on %s return again", m.Name, m.Replication.Primary)
+	}
+}
+
+// emitAsyncWindow records a Warning Event when a member's primary starts to return commits without a replica
+// holding them (durability Preferred) and a Normal one when semi-sync is on again, as the hub reads it.
+func (r *MySQLClusterReconciler) emitAsyncWindow(s *scope, m v1alpha1.MemberStatus) {
+	if r.Recorder == nil || m.Replication == nil {
+		return
+	}
+	var was *metav1.Time
+	if prev := previousMember(s.before, m.Name).Replication; prev != nil {
+		was = prev.AsyncSince
+	}
+	now := m.Replication.AsyncSince
+	switch {
+	case now != nil && (was == nil || !was.Equal(now)):
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, v1alpha1.ReasonDurabilityDegraded, "Replication",
+			"member %s: commits on %s return without a replica holding them: %s", m.Name, m.Replication.Primary,
+			m.Replication.Async)
+	case now == nil && was != nil:
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DurabilityRestored", "Replication",
+			"member %s: semi-sync is on again on %s; commits returned unacknowledged since %s", m.Name,
+			m.Replication.Primary, was.UTC().Format(time.RFC3339))
 	}
 }

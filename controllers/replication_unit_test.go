@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -49,6 +50,9 @@ func TestReplicationVerdict(t *testing.T) {
 		{"unobserved", 3, report("", "Unobserved"), metav1.ConditionFalse, v1alpha1.ReasonUnobserved, true},
 		{"writes blocked", 3, blocked(report("db-0", "Repair", primary, inst("db-1", v1alpha1.ReplicationRoleNone, false),
 			inst("db-2", v1alpha1.ReplicationRoleUnreachable, false))), metav1.ConditionFalse, v1alpha1.ReasonWritesBlocked, false},
+		{"durability Preferred, semi-sync off", 3, async(report("db-0", "Steady", primary,
+			inst("db-1", v1alpha1.ReplicationRoleUnreachable, false), inst("db-2", v1alpha1.ReplicationRoleUnreachable, false)),
+			time.Unix(1000, 0)), metav1.ConditionFalse, v1alpha1.ReasonDurabilityDegraded, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -186,6 +190,56 @@ func TestAsyncCommitsFollowThePrimary(t *testing.T) {
 	reportPrimaries(c)
 	forgetPrimaries(types.NamespacedName{Namespace: "async", Name: "db"})
 	g.Expect(asyncSeries("async", "db")).To(BeEmpty())
+}
+
+func async(rep *v1alpha1.ReplicationReport, since time.Time) *v1alpha1.ReplicationReport {
+	rep.Async = "semi-sync is off: 0 replica(s) in sync, and commits would wait for 1 acknowledgement(s) " +
+		"(durability Preferred)"
+	rep.AsyncSince = ptr.To(metav1.NewTime(since))
+	return rep
+}
+
+// The hub mirrors the member's window of durability Preferred, says since when in the condition, keeps the last
+// window once it closes, and records a Warning Event when one opens and a Normal one when it closes.
+func TestAsyncWindowOnTheHub(t *testing.T) {
+	g := NewWithT(t)
+	opened, read, closed := time.Unix(1000, 0), metav1.NewTime(time.Unix(1500, 0)), metav1.NewTime(time.Unix(2000, 0))
+	steady := func() *v1alpha1.ReplicationReport {
+		return report("db-0", "Steady", inst("db-0", v1alpha1.ReplicationRolePrimary, false),
+			inst("db-1", v1alpha1.ReplicationRoleReplica, true))
+	}
+	before := memberReplication(steady(), nil, read)
+	during := memberReplication(async(steady(), opened), before, read)
+	g.Expect(during.AsyncSince).To(Equal(ptr.To(metav1.NewTime(opened))))
+	g.Expect(during.LastAsyncWindow).To(BeNil())
+	_, reason, msg, _ := replicationVerdict(2, "db", async(steady(), opened), during)
+	g.Expect(reason).To(Equal(v1alpha1.ReasonDurabilityDegraded))
+	g.Expect(msg).To(ContainSubstring("commits return without a replica holding them since " +
+		opened.UTC().Format(time.RFC3339)))
+	g.Expect(memberReplication(async(steady(), opened), during, closed)).To(Equal(during), "no churn while it lasts")
+
+	after := memberReplication(steady(), during, closed)
+	g.Expect(after.Async).To(BeEmpty())
+	g.Expect(after.AsyncSince).To(BeNil())
+	g.Expect(after.LastAsyncWindow).To(Equal(&v1alpha1.AsyncWindow{From: metav1.NewTime(opened), To: closed}))
+	g.Expect(memberReplication(steady(), after, metav1.Now()).LastAsyncWindow).To(Equal(after.LastAsyncWindow))
+	status, reason, _, _ := replicationVerdict(2, "db", steady(), after)
+	g.Expect([]string{string(status), reason}).To(Equal([]string{"True", v1alpha1.ReasonReplicating}))
+
+	rec := events.NewFakeRecorder(10)
+	r := &MySQLClusterReconciler{Recorder: rec}
+	c := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}}
+	emit := func(prev, now *v1alpha1.MemberReplication) {
+		s := &scope{cluster: c, before: &v1alpha1.MySQLClusterStatus{
+			Members: []v1alpha1.MemberStatus{{Name: "aws", Replication: prev}}}}
+		r.emitAsyncWindow(s, v1alpha1.MemberStatus{Name: "aws", Replication: now})
+	}
+	emit(before, during)
+	g.Expect(rec.Events).To(Receive(And(HavePrefix("Warning DurabilityDegraded"), ContainSubstring("member aws"))))
+	emit(during, during)
+	g.Expect(rec.Events).NotTo(Receive(), "an Event on the transition only")
+	emit(during, after)
+	g.Expect(rec.Events).To(Receive(HavePrefix("Normal DurabilityRestored")))
 }
 
 func blocked(rep *v1alpha1.ReplicationReport) *v1alpha1.ReplicationReport {

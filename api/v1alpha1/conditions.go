@@ -82,6 +82,9 @@ const (
 	// ReasonWritesBlocked: the primary's commits wait for semi-sync acknowledgements no connected replica can
 	// give; they return once a replica is back (semi-sync never falls back to asynchronous).
 	ReasonWritesBlocked = "WritesBlocked"
+	// ReasonDurabilityDegraded: under durability Preferred, the primary's semi-sync is off because no replica
+	// can acknowledge; its commits return without a replica holding them, and a failover could lose them.
+	ReasonDurabilityDegraded = "DurabilityDegraded"
 	// ReasonBackupsCurrent and ReasonBackupsStale are the reasons of ConditionBackedUp.
 	ReasonBackupsCurrent = "BackupsCurrent"
 	ReasonBackupsStale   = "BackupsStale"

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // The member controller (internal/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
 // StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it reads and writes in
@@ -18,6 +22,10 @@ const (
 	// commit may be held by one replica only (MariaDB takes one acknowledgement from any), and a scale-down
 	// that removed it, or the primary, first could lose it. The hub writes spec.replicas down only then.
 	ReplicasAnnotation = "mysqlfleet.io/replicas"
+	// DurabilityAnnotation on a member StatefulSet is its MySQLCluster's spec.durability when that is Preferred
+	// (DurabilityPreferred); absent means Required, so that StatefulSets written before it existed, and every
+	// Required one, carry nothing new.
+	DurabilityAnnotation = "mysqlfleet.io/durability"
 
 	// RoleLabel on a MySQL Pod is its role in the replicated set, as the member controller last established it:
 	// RolePrimary or RoleReplica. Pods that are neither (unreachable, errant, not yet replicating) carry no role
@@ -69,9 +77,9 @@ const (
 )
 
 // ReplicationReport is what the member controller publishes about one StatefulSet after each pass, as JSON under
-// ReplicationReportKey of the ConfigMap ReplicationReportName(<statefulset>). It holds no timestamps and nothing
-// that changes while the set is idle (no executed GTID sets), because the ConfigMap is written only when the
-// report changes: an idle set costs its member no writes.
+// ReplicationReportKey of the ConfigMap ReplicationReportName(<statefulset>). It holds no timestamp but
+// AsyncSince and nothing that changes while the set is idle (no executed GTID sets), because the ConfigMap is
+// written only when the report changes: an idle set costs its member no writes.
 //
 // +kubebuilder:object:generate=false
 type ReplicationReport struct {
@@ -93,6 +101,15 @@ type ReplicationReport struct {
 	// acknowledgements than it has replicas connected to give them. Empty when its writes can go on.
 	// +optional
 	WritesBlocked string `json:"writesBlocked,omitempty"`
+	// Async says why the primary's commits return without a replica holding them: under durability Preferred
+	// its semi-sync is off because no replica can acknowledge. Empty while semi-sync is in force.
+	// +optional
+	Async string `json:"async,omitempty"`
+	// AsyncSince is when the member controller first reported Async in the current window: the report's only
+	// timestamp, written once when the window opens and dropped when it closes, so a steady set still writes
+	// nothing.
+	// +optional
+	AsyncSince *metav1.Time `json:"asyncSince,omitempty"`
 	// ScaleDownReady is the number of instances the set is ready to shrink to, when ReplicasAnnotation asks
 	// for fewer than the StatefulSet has: the primary's ordinal is below it, the instances at and above it
 	// receive (and acknowledge) nothing, and an instance below it, other than the primary, holds every

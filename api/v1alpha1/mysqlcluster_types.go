@@ -41,6 +41,21 @@ const (
 	EngineMariaDB Engine = "MariaDB"
 )
 
+// Durability is what a commit's return promises when no replica can acknowledge it.
+// +kubebuilder:validation:Enum=Required;Preferred
+type Durability string
+
+const (
+	// DurabilityRequired: a commit returns only once a replica holds it (semi-sync that never falls back), so a
+	// failover never loses an acknowledged commit; while no replica can acknowledge, commits wait.
+	DurabilityRequired Durability = "Required"
+	// DurabilityPreferred: as Required while enough replicas are in sync; while none can acknowledge, the member
+	// controller switches semi-sync off and commits return from the primary alone (a failover then can lose
+	// them), and switches it back on once enough replicas are in sync. The window is reported in
+	// status.members[].replication.
+	DurabilityPreferred Durability = "Preferred"
+)
+
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
@@ -83,6 +98,13 @@ type MySQLClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="primaries keys are member names"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="primaries values are Pod ordinals: 0 or more"
 	Primaries map[string]int32 `json:"primaries,omitempty"`
+
+	// Durability says what happens to writes while no replica can acknowledge them (every replica of a member
+	// down): Required (the default) makes them wait; Preferred lets them go on unacknowledged, at the risk of
+	// losing them in a failover during that window. It can change at any time.
+	// +optional
+	// +kubebuilder:default=Required
+	Durability Durability `json:"durability,omitempty"`
 
 	// Resources of the mysqld container.
 	// +optional
@@ -515,6 +537,25 @@ type MemberReplication struct {
 	// could lose (the alert MySQLFleetAsyncCommits).
 	// +optional
 	AsyncCommits int64 `json:"asyncCommits,omitempty"`
+	// Async says why the primary's commits return without a replica holding them (durability Preferred, no
+	// replica can acknowledge); empty while semi-sync is in force.
+	// +optional
+	Async string `json:"async,omitempty"`
+	// AsyncSince is when the member controller switched semi-sync off (durability Preferred); nil while it is on.
+	// +optional
+	AsyncSince *metav1.Time `json:"asyncSince,omitempty"`
+	// LastAsyncWindow is the last window during which commits returned unacknowledged, once it has closed: a
+	// failover within it could have lost commits made then.
+	// +optional
+	LastAsyncWindow *AsyncWindow `json:"lastAsyncWindow,omitempty"`
+}
+
+// AsyncWindow is a time during which a primary's commits returned without a replica holding them.
+type AsyncWindow struct {
+	// From is when the member controller switched semi-sync off.
+	From metav1.Time `json:"from"`
+	// To is when the hub first read that it was on again.
+	To metav1.Time `json:"to"`
 }
 
 // MemberBackups are the outcomes of a member's backup Jobs.

@@ -32,7 +32,11 @@ func Decide(d Desired, rec Record, obs []Observation) Plan {
 		e.completed = &d
 	}
 	rep := e.report()
-	rep.WritesBlocked = e.writesBlocked()
+	// A primary whose semi-sync this plan switches off (durability Preferred) is not reported blocked: its
+	// commits return once the plan has run.
+	if rep.Async = e.async; rep.Async == "" {
+		rep.WritesBlocked = e.writesBlocked()
+	}
 	if k := e.d.shrinkTo(); k > 0 && (e.decision.Kind == Steady || e.decision.Kind == Repair) && e.shrinkReady() {
 		rep.ShrinkReady = k
 	}
@@ -57,8 +61,10 @@ type engine struct {
 	held map[int]string
 	// completed is the change of primary the plan completes (Plan.Completed).
 	completed *Decision
-	steps     []Step
-	decision  Decision
+	// async is Report.Async, set by primaryWait.
+	async    string
+	steps    []Step
+	decision Decision
 }
 
 func (e *engine) decide() {
@@ -489,9 +495,14 @@ func (e *engine) repair() {
 	case readOnly(pst):
 		e.add(Step{Action: ActionPromote, Instance: e.p, SemiSync: e.semiSync(), Why: "the primary is read-only"})
 		e.finishChange()
-	case semiSyncProblem(pst.SemiSync, e.w) != "":
-		e.add(Step{Action: ActionConfigureSemiSync, Instance: e.p, SemiSync: e.semiSync(),
-			Why: "the primary's semi-sync " + semiSyncProblem(pst.SemiSync, e.w)})
+	case semiSyncProblem(pst.SemiSync, e.primaryWait(pst)) != "":
+		w := e.primaryWait(pst)
+		why := "the primary's semi-sync " + semiSyncProblem(pst.SemiSync, w)
+		if w == 0 && e.w > 0 {
+			why = e.async
+		}
+		e.add(Step{Action: ActionConfigureSemiSync, Instance: e.p, SemiSync: mysql.SemiSync{WaitForReplicas: w},
+			Why: why})
 	}
 	for i, o := range e.obs {
 		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) {
@@ -582,6 +593,39 @@ func (e *engine) writesBlocked() string {
 		msg += fmt.Sprintf("; %d commit(s) waiting", n)
 	}
 	return msg
+}
+
+// primaryWait is the semi-sync wait count the primary, writable and answering, should have: e.w, or 0 under
+// durability Preferred while no commit could return otherwise (see the package documentation, "Durability").
+// Semi-sync goes off only when commits wait for acknowledgements that too few connected replicas can give
+// and fewer than e.w replicas are in sync, and on again only once e.w replicas are in sync: while it is off
+// the primary counts no semi-sync clients, so the replicas, not the primary, tell when it can be on again.
+// A primary whose semi-sync state is unknown is left to the ordinary repair.
+func (e *engine) primaryWait(pst *mysql.Status) int {
+	if !e.d.Preferred || e.w == 0 || pst.SemiSync == nil || e.replicasInSync() >= e.w {
+		return e.w
+	}
+	if c := configuredWait(pst); c > 0 && pst.SemiSync.Replicas >= c {
+		return e.w // commits still return with their acknowledgements
+	}
+	e.async = fmt.Sprintf("semi-sync is off: %d replica(s) in sync, and commits would wait for %d "+
+		"acknowledgement(s) (durability Preferred)", e.replicasInSync(), e.w)
+	return 0
+}
+
+// replicasInSync counts the replicas of the primary that could acknowledge its commits now: replicating
+// without a problem, within MaxLag, and neither fenced, errant nor leaving.
+func (e *engine) replicasInSync() int {
+	n := 0
+	for i, o := range e.obs {
+		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) || e.replicaProblem(i, e.p) != "" {
+			continue
+		}
+		if lag := o.Status.Replica.Lag; lag != nil && *lag <= e.d.MaxLag {
+			n++
+		}
+	}
+	return n
 }
 
 // acknowledgements is how many acknowledgements the lost primary's commits waited for at least: the record's

@@ -28,6 +28,8 @@ type expect struct {
 	completed string
 	// shrinkReady is the report's ShrinkReady.
 	shrinkReady int
+	// async: the report says the primary's commits return unacknowledged (durability Preferred).
+	async bool
 }
 
 type decideCase struct {
@@ -81,6 +83,7 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 				g.Expect(plan.Report.Instances[i].Error).To(ContainSubstring(msg), "instance %d", i)
 			}
 			g.Expect(plan.Report.ShrinkReady).To(Equal(tt.want.shrinkReady), "ready to shrink")
+			g.Expect(plan.Report.Async != "").To(Equal(tt.want.async), "async: %q", plan.Report.Async)
 			g.Expect(plan.Requeue()).To(Equal(len(plan.Steps) > 0))
 			if plan.Decision.Kind == clustering.Refused {
 				g.Expect(plan.Report.LastError).To(Equal(plan.Decision.Reason))
@@ -1063,4 +1066,83 @@ func TestDecideReportsBlockedWrites(t *testing.T) {
 	plan = clustering.Decide(desired(1), record(0), observe(md.primary(0, "0-1-10", semiSync(false, 1, never),
 		connected(0, 0))))
 	g.Expect(plan.Report.WritesBlocked).To(BeEmpty(), "a single server waits for nobody")
+}
+
+func preferred() func(*clustering.Desired) { return func(d *clustering.Desired) { d.Preferred = true } }
+
+// connected is a primary with n semi-sync replicas connected.
+func connected(n int) option { return func(in *instance) { in.obs.Status.SemiSync.Replicas = n } }
+
+// Durability Preferred switches the primary's semi-sync off while no commit could return and too few replicas
+// are in sync, and on again once enough are; Required keeps commits waiting.
+func TestDecideDurability(t *testing.T) {
+	off := semiSync(false, 1, never)
+	runDecideCases(t, []decideCase{
+		{
+			name: "Required: commits wait while both replicas are down",
+			d:    desired(3), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10", connected(0)), unreachable(), unreachable()),
+			want: expect{kind: clustering.Steady, roles: []clustering.Role{P, U, U}},
+		},
+		{
+			name: "Preferred: both replicas down, semi-sync goes off",
+			d:    desired(3, preferred()), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", connected(0)), unreachable(), unreachable()),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 0)"}, async: true,
+				record: "primary=0 errant=[]"},
+		},
+		{
+			name: "Preferred: off, and stays off while no replica is in sync",
+			d:    desired(3, preferred()), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-12", off, connected(0)), unreachable(), unreachable()),
+			want: expect{kind: clustering.Steady, async: true},
+		},
+		{
+			name: "Preferred: off, and a replica back but lagging beyond the bound keeps it off",
+			d:    desired(3, preferred()), rec: record(0),
+			obs: observe(md.primary(0, "0-1-12", off, connected(0)), md.replica(1, 0, "0-1-10", lag(time.Minute)),
+				unreachable()),
+			want: expect{kind: clustering.Steady, async: true},
+		},
+		{
+			name: "Preferred: off, on again once a replica is in sync, though the primary counts no client yet",
+			d:    desired(3, preferred()), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-12", off, connected(0)), md.replica(1, 0, "0-1-12"), unreachable()),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1}},
+		},
+		{
+			name: "Preferred: on, a replica in sync that is not connected yet keeps it on",
+			d:    desired(3, preferred()), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-12", connected(0)), md.replica(1, 0, "0-1-12"), unreachable()),
+			want: expect{kind: clustering.Steady, inSync: []int{1}},
+		},
+		{
+			name: "Preferred: on, with a replica connected but lagging, commits return: it stays on",
+			d:    desired(3, preferred()), rec: record(0),
+			obs: observe(md.primary(0, "0-1-12", connected(1)), md.replica(1, 0, "0-1-10", lag(time.Minute)),
+				unreachable()),
+			want: expect{kind: clustering.Steady},
+		},
+		{
+			name: "Preferred: MySQL, 5 instances, one replica in sync cannot give 2 acknowledgements: off",
+			d:    desired(5, engine(mysql.MySQL), preferred()), rec: waitRecorded(record(0), 2),
+			obs: observe(my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never), connected(1)),
+				my.replica(1, 0, mysqlUUID(0)+":1-10"), unreachable(), unreachable(), unreachable()),
+			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 0)"}, async: true,
+				inSync: []int{1}, record: "primary=0 errant=[]"},
+		},
+		{
+			name: "Preferred: a single instance waits for nobody anyway",
+			d:    desired(1, preferred()), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-10", off, connected(0))),
+			want: expect{kind: clustering.Steady},
+		},
+	})
+	// The window does not lower the recorded wait count: a failover during it still asks for the quorum.
+	plan := clustering.Decide(desired(3, preferred()), record(0), observe(md.primary(0, "0-1-12", off, connected(0)),
+		unreachable(), unreachable()))
+	g := NewWithT(t)
+	g.Expect(plan.Record.SemiSyncWait).To(Equal(1))
+	g.Expect(plan.Report.WritesBlocked).To(BeEmpty())
+	g.Expect(plan.Report.Async).To(ContainSubstring("durability Preferred"))
 }

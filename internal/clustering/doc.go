@@ -94,6 +94,22 @@
 // until its Pods are gone. While the primary waits for more acknowledgements than it has replicas connected,
 // the report says its writes are blocked (Report.WritesBlocked).
 //
+// # Durability
+//
+// Required (the default, Desired.Preferred false) is the rule above: commits wait, for as long as it takes, for
+// w acknowledgements. Preferred (CloudNativePG's dataDurability: preferred) trades that for availability:
+// when the primary's commits cannot return (it has fewer semi-sync replicas connected than w) and fewer than w
+// replicas are in sync, its semi-sync is switched off and commits return at once, unacknowledged
+// (Report.Async); as soon as w replicas are in sync again it is switched back on. Off and on are decided on
+// different facts, so it does not flap: off needs the primary's own count of connected replicas to fall
+// short, on needs the replicas to be in sync (while semi-sync is off the primary counts no semi-sync clients).
+//
+// What Preferred gives up: a commit made during the window may exist on the primary alone. If the primary is
+// lost then, a failover (which still asks for the quorum of w: Record.SemiSyncWait is only ever set from a
+// primary whose semi-sync is on, and the window does not lower it) promotes the best replica, which lacks
+// those commits: they are lost. That is why the member controller records the window (its start and end) for
+// the hub. Commits made before the window began, and after it ended, keep Required's guarantee.
+//
 // # Limits
 //
 // Observed facts are as fresh as the pass: the engine relies on the two-pass failover and on the primary

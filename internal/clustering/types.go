@@ -46,6 +46,12 @@ type Desired struct {
 	// last transactions; 0 means one minute. The old primary stays fenced and recorded if it runs out, and the
 	// next pass tries again or, if the target is no longer fit, makes the old primary writable again.
 	SwitchoverTimeout time.Duration
+	// Preferred is durability Preferred (spec.durability): while the primary's commits cannot return for want of
+	// connected semi-sync replicas and fewer than the wait count of replicas are in sync, the primary's
+	// semi-sync is switched off and its commits return unacknowledged (Report.Async); once enough replicas
+	// are in sync again it is switched back on. False (Required) keeps commits waiting. See the package
+	// documentation, "Durability".
+	Preferred bool
 }
 
 // Instances is N, the number of instances.
@@ -301,8 +307,13 @@ type Report struct {
 	LastError string
 	// WritesBlocked says why the primary's commits cannot return now, "" when they can: it waits for more
 	// semi-sync acknowledgements than it has replicas connected to give them (semi-sync never falls back, so
-	// the commits wait until a replica is back). The member controller goes on repairing meanwhile.
+	// the commits wait until a replica is back). The member controller goes on repairing meanwhile. "" when
+	// this plan switches semi-sync off instead (Async).
 	WritesBlocked string
+	// Async says why the primary's commits return without any replica holding them, "" when semi-sync is in
+	// force: with Desired.Preferred, its semi-sync is off (or is switched off by this plan) because no replica
+	// can acknowledge. A failover meanwhile can lose those commits.
+	Async string
 	// ShrinkReady is Desired.ShrinkTo once the set is ready to lose the instances at and above it: the
 	// primary is below it, those instances receive nothing, and another instance below it holds every
 	// transaction the primary had executed. 0 otherwise.

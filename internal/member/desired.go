@@ -170,7 +170,8 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 	if err != nil {
 		return clustering.Desired{}, nil, err
 	}
-	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag, ShrinkTo: shrinkTo(sts)}
+	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag, ShrinkTo: shrinkTo(sts),
+		Preferred: sts.Annotations[v1alpha1.DurabilityAnnotation] == string(v1alpha1.DurabilityPreferred)}
 	if n := sts.Labels[v1alpha1.ClusterNameLabel]; n != "" {
 		d.Name = n
 	}

@@ -296,6 +296,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	rep = buildReport(s.sts, plan, execErr, s.prev)
 	seedOutcomes(&rep, plan, seeds)
 	asyncCommits(&rep, plan, obs)
+	asyncWindow(&rep, plan, s.prev, metav1.Now())
 	if requestErr != nil && rep.LastError == "" {
 		rep.LastError = requestErr.Error()
 	}

@@ -62,6 +62,19 @@ func buildReport(sts *appsv1.StatefulSet, plan clustering.Plan, execErr error,
 	return rep
 }
 
+// asyncWindow puts the engine's Async into the report with the time its window opened: the previous report's
+// while the window lasts, now when it opens. The report thus changes only when a window opens or closes.
+func asyncWindow(rep *v1alpha1.ReplicationReport, plan clustering.Plan, prev *v1alpha1.ReplicationReport,
+	now metav1.Time) {
+	if rep.Async = plan.Report.Async; rep.Async == "" {
+		return
+	}
+	rep.AsyncSince = &now
+	if prev != nil && prev.AsyncSince != nil {
+		rep.AsyncSince = prev.AsyncSince
+	}
+}
+
 // asyncCommits puts into the report the primary's count of commits that returned without a semi-sync
 // acknowledgement, as observed in the pass.
 func asyncCommits(rep *v1alpha1.ReplicationReport, plan clustering.Plan, obs []clustering.Observation) {
@@ -80,7 +93,8 @@ func unobservedReport(prev *v1alpha1.ReplicationReport, err error) v1alpha1.Repl
 		LastError: err.Error(),
 	}
 	if prev != nil {
-		rep.LastTransition = prev.LastTransition
+		// Nor is a window of durability Preferred closed by a pass that could not look.
+		rep.LastTransition, rep.Async, rep.AsyncSince = prev.LastTransition, prev.Async, prev.AsyncSince
 	}
 	return rep
 }

@@ -291,3 +291,34 @@ func TestAnUnreadableRecordIsLeftAsItIs(t *testing.T) {
 	g.Expect(next.Data[v1alpha1.ReplicationRecordKey]).To(Equal(`{"primary":"two"}`))
 	g.Expect(readReport(next)).To(Equal(&rep))
 }
+
+// The report carries the engine's Async with the time its window opened, kept while it lasts (no write per
+// pass), dropped when it closes, and kept by a pass that could not look.
+func TestAsyncWindow(t *testing.T) {
+	g := NewWithT(t)
+	opened, later := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
+	async := plan(clustering.Steady, -1, -1)
+	async.Report.Async = "semi-sync is off"
+	var first v1alpha1.ReplicationReport
+	asyncWindow(&first, async, nil, opened)
+	g.Expect(first.Async).To(Equal("semi-sync is off"))
+	g.Expect(first.AsyncSince).To(Equal(&opened))
+	var again v1alpha1.ReplicationReport
+	asyncWindow(&again, async, &first, later)
+	g.Expect(again.AsyncSince).To(Equal(&opened), "kept while the window lasts")
+	un := unobservedReport(&again, errors.New("no Secret"))
+	g.Expect(un.AsyncSince).To(Equal(&opened), "a pass that could not look closes nothing")
+	var closed v1alpha1.ReplicationReport
+	asyncWindow(&closed, plan(clustering.Repair, -1, -1), &again, later)
+	g.Expect(closed.Async).To(BeEmpty())
+	g.Expect(closed.AsyncSince).To(BeNil())
+
+	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Preferred).To(BeFalse(), "Required without the annotation")
+	sts.Annotations = map[string]string{v1alpha1.DurabilityAnnotation: "Preferred"}
+	d, _, err = desiredSet(sts, nil, PodIPResolver, time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Preferred).To(BeTrue())
+}

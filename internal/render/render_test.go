@@ -665,6 +665,20 @@ func TestPrimaryRequestAnnotatesOnlyThatMembersStatefulSet(t *testing.T) {
 	g.Expect(sts.Spec.Template).To(Equal(before), "a switchover request changes no Pod")
 }
 
+// spec.durability reaches the member controller on the StatefulSet's own metadata, and only when Preferred:
+// a Required (or unset) one renders as before the field existed, and no choice rolls the Pods.
+func TestDurabilityAnnotatesOnlyPreferred(t *testing.T) {
+	g := NewWithT(t)
+	base := mustRender(t, cluster(), awsMember).StatefulSet
+	g.Expect(base.Annotations).NotTo(HaveKey(v1alpha1.DurabilityAnnotation))
+	required := cluster(func(c *v1alpha1.MySQLCluster) { c.Spec.Durability = v1alpha1.DurabilityRequired })
+	g.Expect(mustRender(t, required, awsMember).StatefulSet).To(Equal(base), "Required is the default")
+	c := cluster(func(c *v1alpha1.MySQLCluster) { c.Spec.Durability = v1alpha1.DurabilityPreferred })
+	sts := mustRender(t, c, awsMember).StatefulSet
+	g.Expect(sts.Annotations).To(HaveKeyWithValue(v1alpha1.DurabilityAnnotation, "Preferred"))
+	g.Expect(sts.Spec.Template).To(Equal(base.Spec.Template), "the choice changes no Pod")
+}
+
 // The StatefulSet always announces spec.replicas to the member controller, on its own metadata; a held count
 // (the hub waiting for the member controller to prepare a scale-down) keeps more Pods, never fewer, and changes
 // neither the announcement nor the Pods.

@@ -183,6 +183,11 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 	if ordinal, ok := c.Spec.Primaries[m.Name]; ok {
 		sts.WithAnnotations(map[string]string{v1alpha1.PrimaryAnnotation: strconv.Itoa(int(ordinal))})
 	}
+	// Durability goes the same way, and only when Preferred: a Required StatefulSet, the default, stays as it
+	// was before the field existed.
+	if c.Spec.Durability == v1alpha1.DurabilityPreferred {
+		sts.WithAnnotations(map[string]string{v1alpha1.DurabilityAnnotation: string(v1alpha1.DurabilityPreferred)})
+	}
 	return sts.
 		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(max(replicas(c), held)).

@@ -39,6 +39,15 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.AsyncWindow
+  map:
+    fields:
+    - name: from
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: to
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.AzureBlobTarget
   map:
     fields:
@@ -140,6 +149,8 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.DeletionPolicy
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Durability
+  scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberBackups
@@ -160,9 +171,15 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberReplication
   map:
     fields:
+    - name: async
+      type:
+        scalar: string
     - name: asyncCommits
       type:
         scalar: numeric
+    - name: asyncSince
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: decision
       type:
         scalar: string
@@ -175,6 +192,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: error
       type:
         scalar: string
+    - name: lastAsyncWindow
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.AsyncWindow
     - name: lastTransition
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ReplicationTransition
@@ -321,6 +341,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.DeletionPolicy
       default: Retain
+    - name: durability
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Durability
+      default: Required
     - name: engine
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // MemberReplicationApplyConfiguration represents a declarative configuration of the MemberReplication type for use
 // with apply.
 //
@@ -53,6 +57,14 @@ type MemberReplicationApplyConfiguration struct {
 	// server started (ReplicationInstance.AsyncCommits): any increase means acknowledged writes a failover
 	// could lose (the alert MySQLFleetAsyncCommits).
 	AsyncCommits *int64 `json:"asyncCommits,omitempty"`
+	// Async says why the primary's commits return without a replica holding them (durability Preferred, no
+	// replica can acknowledge); empty while semi-sync is in force.
+	Async *string `json:"async,omitempty"`
+	// AsyncSince is when the member controller switched semi-sync off (durability Preferred); nil while it is on.
+	AsyncSince *v1.Time `json:"asyncSince,omitempty"`
+	// LastAsyncWindow is the last window during which commits returned unacknowledged, once it has closed: a
+	// failover within it could have lost commits made then.
+	LastAsyncWindow *AsyncWindowApplyConfiguration `json:"lastAsyncWindow,omitempty"`
 }
 
 // MemberReplicationApplyConfiguration constructs a declarative configuration of the MemberReplication type for use with
@@ -150,5 +162,29 @@ func (b *MemberReplicationApplyConfiguration) WithError(value string) *MemberRep
 // If called multiple times, the AsyncCommits field is set to the value of the last call.
 func (b *MemberReplicationApplyConfiguration) WithAsyncCommits(value int64) *MemberReplicationApplyConfiguration {
 	b.AsyncCommits = &value
+	return b
+}
+
+// WithAsync sets the Async field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Async field is set to the value of the last call.
+func (b *MemberReplicationApplyConfiguration) WithAsync(value string) *MemberReplicationApplyConfiguration {
+	b.Async = &value
+	return b
+}
+
+// WithAsyncSince sets the AsyncSince field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AsyncSince field is set to the value of the last call.
+func (b *MemberReplicationApplyConfiguration) WithAsyncSince(value v1.Time) *MemberReplicationApplyConfiguration {
+	b.AsyncSince = &value
+	return b
+}
+
+// WithLastAsyncWindow sets the LastAsyncWindow field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastAsyncWindow field is set to the value of the last call.
+func (b *MemberReplicationApplyConfiguration) WithLastAsyncWindow(value *AsyncWindowApplyConfiguration) *MemberReplicationApplyConfiguration {
+	b.LastAsyncWindow = value
 	return b
 }

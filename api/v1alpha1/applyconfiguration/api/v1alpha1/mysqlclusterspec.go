@@ -43,6 +43,10 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// transaction; it refuses a target that is unhealthy, errant or behind, and the member's PrimaryAsRequested
 	// condition says why. The entry may stay after the switch; removing it leaves the primary where it is.
 	Primaries map[string]int32 `json:"primaries,omitempty"`
+	// Durability says what happens to writes while no replica can acknowledge them (every replica of a member
+	// down): Required (the default) makes them wait; Preferred lets them go on unacknowledged, at the risk of
+	// losing them in a failover during that window. It can change at any time.
+	Durability *apiv1alpha1.Durability `json:"durability,omitempty"`
 	// Resources of the mysqld container.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
@@ -123,6 +127,14 @@ func (b *MySQLClusterSpecApplyConfiguration) WithPrimaries(entries map[string]in
 	for k, v := range entries {
 		b.Primaries[k] = v
 	}
+	return b
+}
+
+// WithDurability sets the Durability field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Durability field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithDurability(value apiv1alpha1.Durability) *MySQLClusterSpecApplyConfiguration {
+	b.Durability = &value
 	return b
 }
 
