@@ -167,7 +167,7 @@ func TestBackupAndRestoreOnRealServers(t *testing.T) {
 	srcKey := client.ObjectKeyFromObject(src)
 	servers := dbpods.New(t)
 	fleet.Member(aws).SetPodAddresses(func(p *corev1.Pod) (string, error) {
-		a, _, err := servers.Resolve(p)
+		a, err := servers.MySQLAddr(p)
 		return a.String(), err
 	})
 	t.Cleanup(func() { fleet.Member(aws).SetPodAddresses(nil) })

@@ -146,7 +146,7 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 	}
 	// The seed Jobs' runner reaches the Pods' servers as the member controller does.
 	fleet.Member(aws).SetPodAddresses(func(p *corev1.Pod) (string, error) {
-		a, _, err := servers.Resolve(p)
+		a, err := servers.MySQLAddr(p)
 		return a.String(), err
 	})
 	t.Cleanup(func() { fleet.Member(aws).SetPodAddresses(nil) })

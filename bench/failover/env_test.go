@@ -201,14 +201,13 @@ func setServersOf(ns string, s *dbpods.Servers) {
 // resolveAny is the member controller's Resolver: the server behind a Pod of whichever run's set it belongs to. A
 // pass resolves every Pod, ordinal 0 first, before it reads any server: the call for ordinal 0 marks when a pass
 // starts, which tells how long a fault waited for the next poll.
-func resolveAny(pod *corev1.Pod) (replication, admin clustering.Address, err error) {
+func resolveAny(pod *corev1.Pod) (clustering.Address, error) {
 	s, tl := serversOf(pod.Namespace)
 	if tl != nil && pod.Name == setName+"-0" {
 		tl.add("pass starts")
 	}
 	if s == nil {
-		return clustering.Address{}, clustering.Address{}, fmt.Errorf("no server runs for pod %s/%s", pod.Namespace,
-			pod.Name)
+		return clustering.Address{}, fmt.Errorf("no server runs for pod %s/%s", pod.Namespace, pod.Name)
 	}
 	return s.Resolve(pod)
 }
@@ -288,7 +287,7 @@ func runAsRoot(dsn, script string) error {
 
 // appDSN is the application's DSN for the server behind a Pod, over TCP.
 func (s *set) appDSN(pod string) (string, error) {
-	a, _, err := s.servers.Resolve(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: pod}})
+	a, err := s.servers.MySQLAddr(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: pod}})
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -25,10 +26,9 @@ import (
 // server refuses more with ERROR 1040. The controller's sessions are then dropped, as a restart of the
 // controller or a network blip drops them, and it must log in again on the full server: on the reserved
 // administrative port it does, and its passes go on reading the primary. The rendered readiness probe passes
-// there too. Once the replica resumes, the waiting commits complete.
-//
-// The replica is frozen rather than stopped: replication stays on the MySQL port, where a full primary refuses
-// a reconnecting receiver too (see Resolver).
+// there too. Then the replica's server restarts: its receiver must connect again to the full primary, which it
+// does on the administrative port too (on the MySQL port it is refused with ERROR 1040, see Resolver), and the
+// waiting commits complete.
 func TestControllerIsNotLockedOutOfAFullPrimary(t *testing.T) {
 	g := NewWithT(t)
 	e := startEnv(t)
@@ -70,7 +70,23 @@ func TestControllerIsNotLockedOutOfAFullPrimary(t *testing.T) {
 	g.Expect(runProbe(probe, primary.Port)).To(MatchError(ContainSubstring("Too many connections")),
 		"the same probe on the MySQL port")
 
-	s.server(1).Thaw()
+	// A replica's receiver that connects now is refused on the MySQL port and let in on the administrative one.
+	for port, refused := range map[int]bool{primary.Port: true, primary.AdminPort: false} {
+		cfg := driver.NewConfig()
+		cfg.User, cfg.Passwd, cfg.Net = v1alpha1.ReplicationUser, replPassword, "tcp"
+		cfg.Addr = net.JoinHostPort(primary.Host, strconv.Itoa(port))
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		g.Expect(err).NotTo(HaveOccurred())
+		err = db.Ping()
+		_ = db.Close()
+		if refused {
+			g.Expect(isTooMany(err)).To(BeTrue(), "the replication account on port %d: %v", port, err)
+		} else {
+			g.Expect(err).NotTo(HaveOccurred(), "the replication account on port %d", port)
+		}
+	}
+	s.server(1).Stop() // a frozen server takes its SIGTERM once resumed
+	s.server(1).Restart()
 	g.Eventually(app.committed, convergeWithin, 100*time.Millisecond).Should(Equal(app.sessions))
 	g.Expect(app.errs).To(BeEmpty())
 	s.waitFormed(g, 0, 1)

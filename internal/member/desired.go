@@ -17,25 +17,21 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
-// Resolver tells where a Pod's server is reached: replication is where the other instances replicate from (the
-// engine's Desired.Addresses), admin where the controller's own connections go, the reserved administrative
-// port, so that application sessions that exhaust max_connections do not lock the controller out.
-// PodIPResolver is the product's; tests map Pods to servers on loopback.
-//
-// Replication stays on the MySQL port, where a full server refuses a replica's receiver too (ERROR 1040,
-// measured on MariaDB 10.11): a replica that reconnects to a primary whose sessions all wait for its
-// acknowledgement cannot get in.
-type Resolver func(pod *corev1.Pod) (replication, admin clustering.Address, err error)
+// Resolver tells where a Pod's server is reached on its reserved administrative port (render.AdminPort): by the
+// controller's own connections and by the other instances' replication (the engine's Desired.Addresses), so
+// that application sessions that exhaust max_connections lock out neither. A full server refuses a replica's
+// receiver on the MySQL port too (ERROR 1040, measured on MariaDB 10.11): a replica that reconnected to a
+// primary whose sessions all wait for its acknowledgement could never get in, and the writes would wait for
+// good. PodIPResolver is the product's; tests map Pods to servers on loopback.
+type Resolver func(pod *corev1.Pod) (clustering.Address, error)
 
-// PodIPResolver reaches a Pod at its IP, on the MySQL port and on render.AdminPort. A Pod IP changes when the
-// Pod is recreated; the engine then sees its replicas replicating from an address that is not the primary's
-// and repoints them.
-func PodIPResolver(pod *corev1.Pod) (replication, admin clustering.Address, err error) {
+// PodIPResolver reaches a Pod at its IP on render.AdminPort. A Pod IP changes when the Pod is recreated; the
+// engine then sees its replicas replicating from an address that is not the primary's and repoints them.
+func PodIPResolver(pod *corev1.Pod) (clustering.Address, error) {
 	if pod.Status.PodIP == "" {
-		return clustering.Address{}, clustering.Address{}, fmt.Errorf("pod %s has no IP yet", pod.Name)
+		return clustering.Address{}, fmt.Errorf("pod %s has no IP yet", pod.Name)
 	}
-	return clustering.Address{Host: pod.Status.PodIP, Port: render.MySQLPort},
-		clustering.Address{Host: pod.Status.PodIP, Port: render.AdminPort}, nil
+	return clustering.Address{Host: pod.Status.PodIP, Port: render.AdminPort}, nil
 }
 
 // managed tells whether a StatefulSet is one the member controller keeps replicated: written by the hub for a
@@ -134,13 +130,13 @@ func shrinkTo(sts *appsv1.StatefulSet) int {
 	return n
 }
 
-// target is where one instance is reached, or why it cannot be, and why it must not be primary (see unhealthy):
-// addr by replication, admin by the controller (see Resolver).
+// target is where one instance is reached (see Resolver), or why it cannot be, and why it must not be primary
+// (see unhealthy).
 type target struct {
-	pod         *corev1.Pod
-	addr, admin clustering.Address
-	err         error
-	unhealthy   string
+	pod       *corev1.Pod
+	addr      clustering.Address
+	err       error
+	unhealthy string
 }
 
 // unhealthy is clustering.Observation.Unhealthy for an instance, from what Kubernetes says of its Pod: why its
@@ -181,11 +177,11 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 		if p == nil {
 			t.err = fmt.Errorf("pod %s does not exist", podName(sts, i))
 		} else {
-			t.addr, t.admin, t.err = resolve(p)
+			t.addr, t.err = resolve(p)
 			t.unhealthy = unhealthy(p)
 		}
 		if t.err != nil {
-			t.addr, t.admin = clustering.Address{}, clustering.Address{}
+			t.addr = clustering.Address{}
 		}
 		targets[i] = t
 		d.Addresses = append(d.Addresses, t.addr)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
@@ -60,9 +61,9 @@ func (e *env) startSet(name string, n int, opts ...mysqltest.Option) *set {
 	cnf := objs.ConfigMap.Data[render.MyCnfKey]
 	script := string(objs.Secret.Data[v1alpha1.InitScriptKey]) + appScript
 	s := &set{e: e, servers: dbpods.New(e.t, opts...), apps: map[string]*sql.DB{}, cnf: cnf, script: script}
-	addrs := make([]endpoints, n)
+	addrs := make([]clustering.Address, n)
 	for i := range n {
-		addrs[i] = endpointsOf(s.servers.StartWithRoot(fmt.Sprintf("%s-%d", name, i), cnf, script, rootPassword))
+		addrs[i] = adminOf(s.servers.StartWithRoot(fmt.Sprintf("%s-%d", name, i), cnf, script, rootPassword))
 	}
 	s.sts = e.addSet(name, "uid-"+name, addrs)
 	return s

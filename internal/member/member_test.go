@@ -87,29 +87,25 @@ type env struct {
 	writes *writeCounter
 	// addrs maps "<namespace>/<pod>" to the server the resolver returns for it.
 	mu    sync.Mutex
-	addrs map[string]endpoints
+	addrs map[string]clustering.Address
 }
 
-// endpoints are where a Pod's server is reached (see Resolver).
-type endpoints struct{ replication, admin clustering.Address }
-
-// endpointsOf are a test server's endpoints.
-func endpointsOf(s *mysqltest.Server) endpoints {
-	return endpoints{replication: clustering.Address{Host: s.Host, Port: s.Port},
-		admin: clustering.Address{Host: s.Host, Port: s.AdminPort}}
+// adminOf is where a test server is reached (see Resolver): its own administrative port.
+func adminOf(s *mysqltest.Server) clustering.Address {
+	return clustering.Address{Host: s.Host, Port: s.AdminPort}
 }
 
-func (e *env) resolve(p *corev1.Pod) (replication, admin clustering.Address, err error) {
+func (e *env) resolve(p *corev1.Pod) (clustering.Address, error) {
 	if p.Status.PodIP == "" {
-		return clustering.Address{}, clustering.Address{}, fmt.Errorf("pod %s has no IP yet", p.Name)
+		return clustering.Address{}, fmt.Errorf("pod %s has no IP yet", p.Name)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a, ok := e.addrs[p.Namespace+"/"+p.Name]
 	if !ok {
-		return clustering.Address{}, clustering.Address{}, fmt.Errorf("no server stands for pod %s", p.Name)
+		return clustering.Address{}, fmt.Errorf("no server stands for pod %s", p.Name)
 	}
-	return a.replication, a.admin, nil
+	return a, nil
 }
 
 // startAPI starts an API server with the test's namespaces and the member controller's RBAC, and returns the
@@ -123,7 +119,7 @@ func startAPI(t *testing.T) (*env, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, cancel: cancel, cfg: cfg, c: c, addrs: map[string]endpoints{}}
+	e := &env{t: t, ctx: ctx, cancel: cancel, cfg: cfg, c: c, addrs: map[string]clustering.Address{}}
 	for _, ns := range []string{testNS, controllerNS} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -246,7 +242,7 @@ func renderSet(t *testing.T, name, uid string, n int) *render.Objects {
 // addSet creates what the hub renders for a MariaDB MySQLCluster of n replicas (StatefulSet and credentials
 // Secret, applied as the hub does), and the n Pods the StatefulSet controller would make. Pod i is served by
 // addrs[i], and its Pod IP is addrs[i]'s host.
-func (e *env) addSet(name, uid string, addrs []endpoints) *appsv1.StatefulSet {
+func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.StatefulSet {
 	e.t.Helper()
 	objs := renderSet(e.t, name, uid, len(addrs))
 	if err := e.c.Apply(e.ctx, objs.Secret, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
@@ -274,7 +270,7 @@ func (e *env) addSet(name, uid string, addrs []endpoints) *appsv1.StatefulSet {
 		if err := e.c.Create(e.ctx, pod); err != nil {
 			e.t.Fatal(err)
 		}
-		pod.Status.PodIP = a.replication.Host
+		pod.Status.PodIP = a.Host
 		pod.Status.Phase = corev1.PodRunning
 		if err := e.c.Status().Update(e.ctx, pod); err != nil {
 			e.t.Fatal(err)
@@ -381,12 +377,12 @@ func countRows(db *sql.DB, id int) (int, error) {
 
 func TestMemberController(t *testing.T) {
 	servers := mysqltest.StartN(t, 3)
-	addrs := make([]endpoints, len(servers))
+	addrs := make([]clustering.Address, len(servers))
 	dbs := make([]*sql.DB, len(servers))
 	for i, s := range servers {
 		initRoot(t, s)
-		addrs[i] = endpointsOf(s)
-		dbs[i] = openTCP(t, addrs[i].replication)
+		addrs[i] = adminOf(s)
+		dbs[i] = openTCP(t, clustering.Address{Host: s.Host, Port: s.Port})
 	}
 	e := startEnv(t)
 	sts := e.addSet("shop", "uid-shop", addrs)
@@ -401,7 +397,7 @@ func TestMemberController(t *testing.T) {
 
 	// A set whose Pods are served by nothing: a port nobody listens on.
 	ghostAddr := clustering.Address{Host: "127.0.0.1", Port: closedPort(t)}
-	ghost := e.addSet("ghost", "uid-ghost", []endpoints{{ghostAddr, ghostAddr}, {ghostAddr, ghostAddr}})
+	ghost := e.addSet("ghost", "uid-ghost", []clustering.Address{ghostAddr, ghostAddr})
 
 	t.Run("forms a primary and two replicas", func(t *testing.T) {
 		g := NewWithT(t)

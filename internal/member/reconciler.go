@@ -35,7 +35,8 @@ type Reconciler struct {
 	// APIReader reads what must not be stale or is not cached: the credentials Secret (get only, no watch) and
 	// the report ConfigMap whenever the cache may lag behind this controller's own last write.
 	APIReader client.Reader
-	// Resolve maps a Pod to its server's addresses, for replication and for the controller's connections.
+	// Resolve maps a Pod to its server's reserved administrative address, for replication and for the
+	// controller's connections.
 	Resolve Resolver
 	// RunnerImage is the image the seed Jobs copy the backup runner from (the manager's; see seed.go).
 	RunnerImage string
@@ -250,7 +251,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	dsns := make([]string, len(targets))
 	for i, t := range targets {
 		if t.err == nil {
-			dsns[i] = dsn(v1alpha1.AdminUser, creds.admin, t.admin, r.StatusTimeout)
+			dsns[i] = dsn(v1alpha1.AdminUser, creds.admin, t.addr, r.StatusTimeout)
 		}
 	}
 	seeds, err := r.seedStates(ctx, s)
@@ -354,7 +355,7 @@ func (r *Reconciler) provisionAccounts(ctx context.Context, f mysql.Flavor, targ
 		err := func() error {
 			sctx, cancel := context.WithTimeout(ctx, r.StatusTimeout)
 			defer cancel()
-			root, err := mysql.Open(f, dsn("root", c.root, targets[i].admin, r.StatusTimeout))
+			root, err := mysql.Open(f, dsn("root", c.root, targets[i].addr, r.StatusTimeout))
 			if err != nil {
 				return err
 			}

@@ -125,11 +125,11 @@ func TestDesiredSetMarksUnresolvableInstances(t *testing.T) {
 	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
 	g.Expect(d.Name).To(Equal("shop"))
 	g.Expect(d.MaxLag).To(Equal(7 * time.Second))
-	// Replicas replicate from the MySQL port; the controller connects to the reserved administrative port.
-	g.Expect(d.Addresses).To(Equal([]clustering.Address{{Host: "10.0.0.1", Port: 3306}, {}, {},
-		{Host: "10.0.0.4", Port: 3306}}))
-	g.Expect(targets[0].admin).To(Equal(clustering.Address{Host: "10.0.0.1", Port: 33062}))
-	g.Expect(targets[1].admin).To(Equal(clustering.Address{}))
+	// Replicas replicate from, and the controller connects to, the reserved administrative port.
+	g.Expect(d.Addresses).To(Equal([]clustering.Address{{Host: "10.0.0.1", Port: 33062}, {}, {},
+		{Host: "10.0.0.4", Port: 33062}}))
+	g.Expect(targets[0].addr).To(Equal(clustering.Address{Host: "10.0.0.1", Port: 33062}))
+	g.Expect(targets[1].addr).To(Equal(clustering.Address{}))
 	g.Expect(targets[0].err).NotTo(HaveOccurred())
 	g.Expect(targets[0].unhealthy).To(BeEmpty())
 	g.Expect(targets[1].err).To(MatchError(ContainSubstring("has no IP")))

@@ -36,7 +36,7 @@ func (s *set) replaceVolume(i int, logged ...string) {
 	}
 	s.mu.Unlock()
 	s.e.mu.Lock()
-	s.e.addrs[testNS+"/"+pod] = endpointsOf(srv)
+	s.e.addrs[testNS+"/"+pod] = adminOf(srv)
 	s.e.mu.Unlock()
 	// The controller polls: it finds the new server at its next pass.
 }

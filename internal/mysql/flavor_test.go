@@ -124,6 +124,8 @@ func TestMySQLFlavorStatements(t *testing.T) {
 				"CREATE USER IF NOT EXISTS 'repl'@'10.%' IDENTIFIED BY 'pw'",
 				"ALTER USER 'repl'@'10.%' IDENTIFIED BY 'pw'",
 				"GRANT REPLICATION SLAVE ON *.* TO 'repl'@'10.%'",
+				// Replicas connect on the administrative interface (see render.AdminPort).
+				"GRANT SERVICE_CONNECTION_ADMIN ON *.* TO 'repl'@'10.%'",
 			},
 		},
 		{

@@ -295,8 +295,8 @@ func (f MariaDBFlavor) WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, t
 	}
 }
 
-func (MariaDBFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
-	return ensureUser(ctx, db, u, mariadbAdminGrants)
+func (f MariaDBFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
+	return ensureUser(ctx, db, u, f.UserStatements)
 }
 
 func (MariaDBFlavor) UserStatements(u User) ([]string, error) {

@@ -287,12 +287,18 @@ func (MySQLFlavor) WaitForGTIDSet(ctx context.Context, db DB, set GTIDSet, timeo
 	}
 }
 
-func (MySQLFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
-	return ensureUser(ctx, db, u, mysqlAdminGrants)
+func (f MySQLFlavor) EnsureUser(ctx context.Context, db DB, u User) error {
+	return ensureUser(ctx, db, u, f.UserStatements)
 }
 
+// UserStatements also lets the replication user log in on the administrative interface, where replicas
+// connect so that a primary whose sessions exhaust max_connections still has them (see render.AdminPort).
 func (MySQLFlavor) UserStatements(u User) ([]string, error) {
-	return userStatements(u, mysqlAdminGrants)
+	stmts, err := userStatements(u, mysqlAdminGrants)
+	if err != nil || u.Kind != ReplicationUser {
+		return stmts, err
+	}
+	return append(stmts, "GRANT SERVICE_CONNECTION_ADMIN ON *.* TO "+account(u.Name, u.Host)), nil
 }
 
 // DumpCommand takes --source-data=2 for the brief global read lock that makes the snapshot and its

@@ -53,8 +53,8 @@ func (u User) validate() error {
 }
 
 // ensureUser runs userStatements.
-func ensureUser(ctx context.Context, db DB, u User, adminGrants []string) error {
-	stmts, err := userStatements(u, adminGrants)
+func ensureUser(ctx context.Context, db DB, u User, statements func(User) ([]string, error)) error {
+	stmts, err := statements(u)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,9 @@ const (
 	// in on extra_port, which is reserved only by not being published.
 	AdminPortName = "admin"
 	// adminMaxConnections is MariaDB's extra_max_connections: the controller's pool (a few connections at
-	// most), a readiness probe and a human, with room to spare.
-	adminMaxConnections = 10
+	// most), a readiness probe, the receivers of up to 8 replicas (spec.replicas is at most 9) and a human,
+	// with room to spare.
+	adminMaxConnections = 20
 )
 
 // configKey is the CRD's rule for spec.config keys; it is checked again here because a key is written into the
@@ -108,15 +109,17 @@ func myCnf(c *v1alpha1.MySQLCluster) (string, error) {
 // while the MySQL port refuses every ordinary user with ERROR 1040). MySQL's admin interface needs
 // admin_address, a single address and no wildcard, which differs per Pod: serverScript passes the Pod's IP.
 func writeAdminPort(b *strings.Builder, c *v1alpha1.MySQLCluster) {
-	b.WriteString("# Reserved administrative access for the member controller and the readiness probe, which\n")
-	b.WriteString("# application sessions cannot exhaust. No Service publishes this port")
+	b.WriteString("# Reserved administrative access for the member controller, the readiness probe and the\n")
+	b.WriteString("# replicas' receivers, which application sessions cannot exhaust. No Service publishes this\n")
+	b.WriteString("# port")
 	if engine(c) == v1alpha1.EngineMariaDB {
-		b.WriteString(": any account may log in on\n# it, so it is reserved by not being published.\n")
+		b.WriteString(": any account may log in on it, so it is reserved by not being published.\n")
 		fmt.Fprintf(b, "extra_port = %d\nextra_max_connections = %d\n", AdminPort, adminMaxConnections)
 		return
 	}
 	// Not yet run against a real MySQL 8.4 (see mysql.MySQLFlavor): written from MySQL's documentation.
-	b.WriteString("; logging in there needs\n# SERVICE_CONNECTION_ADMIN. admin-address is the Pod's IP, on the mysqld command line.\n")
+	b.WriteString("; logging in there needs SERVICE_CONNECTION_ADMIN. admin-address is the Pod's IP, on\n")
+	b.WriteString("# the mysqld command line.\n")
 	fmt.Fprintf(b, "admin_port = %d\n", AdminPort)
 }
 

@@ -602,7 +602,7 @@ func TestAdminPort(t *testing.T) {
 		adminAddress bool
 		notCnf       []string
 	}{
-		{engine: v1alpha1.EngineMariaDB, cnf: []string{"extra_port = 33062", "extra_max_connections = 10"},
+		{engine: v1alpha1.EngineMariaDB, cnf: []string{"extra_port = 33062", "extra_max_connections = 20"},
 			probeHost: "--host=127.0.0.1 ", notCnf: []string{"admin_port", "admin_address"}},
 		{engine: v1alpha1.EngineMySQL, cnf: []string{"admin_port = 33062"}, probeHost: `--host="$POD_IP" `,
 			adminAddress: true, notCnf: []string{"extra_port", "extra_max_connections"}},

@@ -38,16 +38,34 @@ func New(t testing.TB, opts ...mysqltest.Option) *Servers {
 	return &Servers{t: t, opts: opts, byPod: map[string]*mysqltest.Server{}}
 }
 
-// Resolve is a member.Resolver: where the Pod's server listens, on its MySQL port for replication and on its
-// own administrative port (mysqltest.Server.AdminPort, the rendered extra_port) for the controller.
-func (p *Servers) Resolve(pod *corev1.Pod) (replication, admin clustering.Address, err error) {
+// Resolve is a member.Resolver: where the Pod's server listens on its own administrative port
+// (mysqltest.Server.AdminPort, the rendered extra_port), for the controller and for replication.
+func (p *Servers) Resolve(pod *corev1.Pod) (clustering.Address, error) {
+	s, err := p.serverOf(pod)
+	if err != nil {
+		return clustering.Address{}, err
+	}
+	return clustering.Address{Host: s.Host, Port: s.AdminPort}, nil
+}
+
+// MySQLAddr is where the Pod's server listens on its MySQL port, as the Pod's Services reach it (applications,
+// backup Jobs).
+func (p *Servers) MySQLAddr(pod *corev1.Pod) (clustering.Address, error) {
+	s, err := p.serverOf(pod)
+	if err != nil {
+		return clustering.Address{}, err
+	}
+	return clustering.Address{Host: s.Host, Port: s.Port}, nil
+}
+
+func (p *Servers) serverOf(pod *corev1.Pod) (*mysqltest.Server, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.byPod[pod.Name]
 	if !ok {
-		return clustering.Address{}, clustering.Address{}, fmt.Errorf("no server runs for pod %s", pod.Name)
+		return nil, fmt.Errorf("no server runs for pod %s", pod.Name)
 	}
-	return clustering.Address{Host: s.Host, Port: s.Port}, clustering.Address{Host: s.Host, Port: s.AdminPort}, nil
+	return s, nil
 }
 
 // Start runs a new server, with an empty data directory, for the Pod: booted with cnf (the [mysqld] options of a
