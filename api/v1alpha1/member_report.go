@@ -113,8 +113,8 @@ type ReplicationReport struct {
 	// ScaleDownReady is the number of instances the set is ready to shrink to, when ReplicasAnnotation asks
 	// for fewer than the StatefulSet has: the primary's ordinal is below it, the instances at and above it
 	// receive (and acknowledge) nothing, and an instance below it, other than the primary, holds every
-	// transaction the primary had executed (none is needed for 1: the primary then waits for no
-	// acknowledgement). The hub then writes the StatefulSet's replicas down to it. Nil otherwise.
+	// transaction they received (every transaction the primary executed while one of them cannot be read; none
+	// is needed for 1: the primary then waits for no acknowledgement). The hub then writes the StatefulSet's replicas down to it. Nil otherwise.
 	// +optional
 	ScaleDownReady *int32 `json:"scaleDownReady,omitempty"`
 	// Backups are the outcomes of the MySQLCluster's backup Jobs in the member, from the runner's reports (the

@@ -283,10 +283,7 @@ func (e *engine) failover(reason string) {
 	var candidates []int
 	for _, i := range answered {
 		st := e.status(i)
-		set := st.Executed
-		if st.Replica != nil && st.Replica.Received != nil {
-			set = set.Union(st.Replica.Received)
-		}
+		set := heldBy(st)
 		if e.errant(i) || e.fenced[i] {
 			set = set.Without(st.SourceID)
 		} else if st.Replica != nil && e.obs[i].Unhealthy == "" {

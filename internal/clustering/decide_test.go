@@ -986,6 +986,26 @@ func TestDecideShrink(t *testing.T) {
 			want: expect{kind: clustering.Steady, inSync: []int{1}, shrinkReady: 2},
 		},
 		{
+			name: "3 to 2 under a steady stream of writes: ready once the staying replica holds what the leaving one received",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-20"), md.replica(1, 0, "0-1-16", received("0-1-18")),
+				md.replica(2, 0, "0-1-15", received("0-1-17"), receiverStopped())),
+			want: expect{kind: clustering.Steady, inSync: []int{1}, shrinkReady: 2},
+		},
+		{
+			name: "3 to 2: not ready while the staying replica lacks what the leaving one received",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs: observe(md.primary(0, "0-1-20"), md.replica(1, 0, "0-1-16"),
+				md.replica(2, 0, "0-1-15", received("0-1-17"), receiverStopped())),
+			want: expect{kind: clustering.Steady, inSync: []int{1}},
+		},
+		{
+			name: "3 to 2 with the leaving replica unreachable: everything the primary executed is needed",
+			d:    desired(3, shrinkTo(2)), rec: record(0),
+			obs:  observe(md.primary(0, "0-1-20"), md.replica(1, 0, "0-1-19"), unreachable()),
+			want: expect{kind: clustering.Steady, inSync: []int{1}},
+		},
+		{
 			name: "3 to 2: the staying replica's receiver had stopped: it is restarted, and not ready before it holds everything",
 			d:    desired(3, shrinkTo(2)), rec: record(0),
 			obs: observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-8", receiverStopped()),

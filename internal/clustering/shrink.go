@@ -3,6 +3,8 @@ package clustering
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
 
 // A scale-down (Desired.ShrinkTo = k) removes the instances at and above k. Removing them as they are could lose
@@ -16,9 +18,9 @@ import (
 //   - neither step takes away the acknowledgements commits wait for: each waits until enough staying
 //     instances, other than the primary (and the switchover's target), replicate without a problem. A
 //     scale-down with a staying replica down waits for it rather than stop the writes;
-//   - an instance below k, other than the primary, has received everything the primary had executed when it
-//     was read after it (Observe reads the primary last): every commit acknowledged until then is held below
-//     k, and every later one is acknowledged by an instance below k.
+//   - an instance below k, other than the primary, holds everything the leaving instances received (see
+//     leavingHeld): every commit a leaving instance acknowledged is held below k, and every later one is
+//     acknowledged by an instance below k.
 //
 // Until the Pods are gone every rule, the failover quorum above all, still counts all N instances; the wait
 // count is already the smaller set's (Desired.semiSyncWait), lowered in the record first.
@@ -105,27 +107,54 @@ func (e *engine) shrinkReady() bool {
 	if k == 0 || e.p < 0 || e.p >= k || !e.obs[e.p].Reachable() {
 		return false
 	}
-	for i := k; i < e.n; i++ {
-		if o := e.obs[i]; o.Reachable() && o.Status.Replica != nil && o.Status.Replica.IOState != "No" {
-			return false
-		}
+	need, ok := e.leavingHeld()
+	if !ok {
+		return false
 	}
 	if k == 1 {
-		return true
+		return true // the primary holds whatever its replicas received
 	}
-	executed := e.status(e.p).Executed
 	for i := range k {
 		o := e.obs[i]
 		if i == e.p || !o.Reachable() || e.errant(i) || e.fenced[i] {
 			continue
 		}
-		held := o.Status.Executed
-		if r := o.Status.Replica; r != nil && r.Received != nil {
-			held = held.Union(r.Received)
-		}
-		if executed.Subtract(held).IsEmpty() {
+		if need.Subtract(heldBy(o.Status)).IsEmpty() {
 			return true
 		}
 	}
 	return false
+}
+
+// leavingHeld is what a staying replica must hold before the leaving instances go: what they hold, without
+// their own transactions (an acknowledgement is a replica's receipt of another's commit; a leaving former
+// primary's own commits were acknowledged by its replicas, whose sets count here or which stay). Their receivers
+// are stopped, so it no longer grows, and a staying replica can catch up with it under a steady stream of
+// writes. When a leaving instance cannot be read, what it acknowledged is unknown, and everything the primary
+// executed is needed instead. ok is false while a leaving instance still receives.
+func (e *engine) leavingHeld() (need mysql.GTIDSet, ok bool) {
+	for i := e.d.shrinkTo(); i < e.n; i++ {
+		o := e.obs[i]
+		if !o.Reachable() {
+			return e.status(e.p).Executed, true
+		}
+		if r := o.Status.Replica; r != nil && r.IOState != "No" {
+			return nil, false
+		}
+		own := heldBy(o.Status).Without(o.Status.SourceID)
+		if need == nil {
+			need = own
+		} else {
+			need = need.Union(own)
+		}
+	}
+	return need, true
+}
+
+// heldBy is what an instance executed or received.
+func heldBy(st *mysql.Status) mysql.GTIDSet {
+	if r := st.Replica; r != nil && r.Received != nil {
+		return st.Executed.Union(r.Received)
+	}
+	return st.Executed
 }
