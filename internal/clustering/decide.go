@@ -613,12 +613,21 @@ func (e *engine) primaryWait(pst *mysql.Status) int {
 // replicasInSync counts the replicas of the primary that could acknowledge its commits now: replicating
 // without a problem, within MaxLag, and neither fenced, errant nor leaving.
 func (e *engine) replicasInSync() int {
+	return e.countReplicas(func(i int) bool {
+		lag := e.status(i).Replica.Lag
+		return lag != nil && *lag <= e.d.MaxLag
+	})
+}
+
+// countReplicas counts the instances, also passing and, that replicate from the primary without a problem and
+// that stay: neither fenced, errant nor leaving.
+func (e *engine) countReplicas(and func(i int) bool) int {
 	n := 0
 	for i, o := range e.obs {
 		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) || e.replicaProblem(i, e.p) != "" {
 			continue
 		}
-		if lag := o.Status.Replica.Lag; lag != nil && *lag <= e.d.MaxLag {
+		if and(i) {
 			n++
 		}
 	}

@@ -88,16 +88,7 @@ func (e *engine) stopLeavingReceivers() {
 // stayingReplicas counts the instances below ShrinkTo, other than the primary and except, that replicate from
 // the primary without a problem: those that acknowledge its commits once the leaving ones no longer do.
 func (e *engine) stayingReplicas(except int) int {
-	n := 0
-	for i, o := range e.obs {
-		if i == e.p || i == except || e.leaving(i) || !o.Reachable() || e.errant(i) || e.fenced[i] {
-			continue
-		}
-		if e.replicaProblem(i, e.p) == "" {
-			n++
-		}
-	}
-	return n
+	return e.countReplicas(func(i int) bool { return i != except })
 }
 
 // shrinkReady tells whether the set may lose the instances at and above k now (see above), from this pass's
