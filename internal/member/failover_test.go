@@ -196,6 +196,18 @@ func (s *set) missing(g Gomega, i int, ids []int) []int {
 	return out
 }
 
+// failOverToDelayedReplica makes replica 1 apply what it receives delaySeconds late and leaves it to
+// acknowledge alone, then kills the primary 0 and starts replica 2 again: a failover must promote 1 (it alone
+// received the last writes) and, promoting, wait until it has applied them. The failover waits for 2 (the
+// acknowledgements might have been its), then records 1.
+func (s *set) failOverToDelayedReplica(g Gomega, w *mysqltest.Writer, delaySeconds int) {
+	s.root(1, "STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY = %d", delaySeconds), "START SLAVE")
+	s.server(2).Stop()
+	waitAcks(g, w, 50)
+	s.server(0).Kill()
+	s.server(2).Restart()
+}
+
 func waitAcks(g Gomega, w *mysqltest.Writer, n int) {
 	g.Expect(w.WaitAcks(n, convergeWithin)).To(Succeed())
 }

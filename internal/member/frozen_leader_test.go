@@ -165,14 +165,7 @@ func TestFrozenLeaderIsRefusedWhenItResumes(t *testing.T) {
 	w := s.startWriter(1)
 	waitAcks(g, w, 50)
 
-	// pause-1 applies what it receives 10 s late and is left to acknowledge alone: the failover must promote
-	// it, and its promotion waits until it has applied the last writes. The failover waits for pause-2 (the
-	// acknowledgements might have been its), then records pause-1.
-	s.root(1, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 10", "START SLAVE")
-	s.server(2).Stop()
-	waitAcks(g, w, 50)
-	s.server(0).Kill()
-	s.server(2).Restart()
+	s.failOverToDelayedReplica(g, w, 10)
 	record := func() string {
 		cm, _ := e.report("pause")
 		if cm == nil {

@@ -133,14 +133,7 @@ func TestStandbyFinishesAFailoverWhenTheLeaderIsKilled(t *testing.T) {
 	w := s.startWriter(1)
 	waitAcks(g, w, 50)
 
-	// lead-1 applies what it receives 30 s late, and is left to acknowledge alone: a failover must promote it
-	// (it alone received the last writes) and, promoting, wait until it has applied them.
-	s.root(1, "STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 30", "START SLAVE")
-	s.server(2).Stop()
-	waitAcks(g, w, 50)
-	s.server(0).Kill()
-	// The failover waits for lead-2 (the acknowledgements might have been its), then records lead-1.
-	s.server(2).Restart()
+	s.failOverToDelayedReplica(g, w, 30)
 	g.Eventually(func() string {
 		cm, _ := e.report("lead")
 		if cm == nil {
