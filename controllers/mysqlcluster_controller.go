@@ -386,7 +386,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	defer end()
 	res, err := r.pass(ctx, c, only)
 	if err != nil || res.RequeueAfter > 0 {
-		r.pace.retry(req.NamespacedName)
+		r.pace.retry(req.NamespacedName, only)
 	}
 	return res, err
 }

@@ -33,6 +33,11 @@ type pace struct {
 	// at every member.
 	scope map[types.NamespacedName]map[string]bool
 	whole map[types.NamespacedName]bool
+	// retrying holds the members whose pass asked to be retried (nil: every member). The retry comes back as a
+	// pass nothing recorded, after a delay, often behind a pass a member change asked for that looked at the
+	// same member already: it looks at the retrying members only, never at every member, so that a member that
+	// came back does not pass the others. Passes recorded meanwhile look at them too, and leave them for it.
+	retrying map[types.NamespacedName]map[string]bool
 	// queue adds a released pass back to the queue, at low priority.
 	queue func(types.NamespacedName)
 	// maxWait bounds the wait; timer fires when the oldest parked pass reaches it.
@@ -57,7 +62,7 @@ func newPace() *pace {
 	return &pace{
 		changed: map[types.NamespacedName]changeState{}, parked: map[types.NamespacedName]time.Time{},
 		wanted: map[types.NamespacedName]bool{}, scope: map[types.NamespacedName]map[string]bool{},
-		whole:   map[types.NamespacedName]bool{},
+		whole: map[types.NamespacedName]bool{}, retrying: map[types.NamespacedName]map[string]bool{},
 		maxWait: memberChangeMaxWait, now: time.Now, afterFunc: time.AfterFunc,
 	}
 }
@@ -118,14 +123,26 @@ func (p *pace) ask(key types.NamespacedName, members map[string]bool) {
 	}
 }
 
-// retry records that the pass of key that just ended asked to be retried: the next pass looks at every member.
-func (p *pace) retry(key types.NamespacedName) {
+// retry records that the pass of key that just ended, which looked at the members of only (nil: every member),
+// asked to be retried: the passes until the retry look at those members too.
+func (p *pace) retry(key types.NamespacedName, only map[string]bool) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.whole[key] = true
+	prev, ok := p.retrying[key]
+	if only == nil || (ok && prev == nil) {
+		p.retrying[key] = nil
+		return
+	}
+	if prev == nil {
+		prev = map[string]bool{}
+	}
+	for m := range only {
+		prev[m] = true
+	}
+	p.retrying[key] = prev
 }
 
 // look adds members to those key's next pass looks at. Called with p.mu held.
@@ -149,6 +166,7 @@ func (p *pace) forget(key types.NamespacedName) {
 	delete(p.wanted, key)
 	delete(p.scope, key)
 	delete(p.whole, key)
+	delete(p.retrying, key)
 }
 
 // unpark drops key's member-change state: a pass for another reason, or none, replaces it. Called with p.mu
@@ -192,14 +210,26 @@ func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, only map
 	return true, p.take(key), func() {}
 }
 
-// take hands over the members that changed for key's pass, nil if it must look at every member, and forgets
-// both. Called with p.mu held.
+// take hands over the members key's pass looks at, nil for every member, and forgets what asked for them. A
+// pass nothing recorded is the retry an earlier pass asked for (it takes the retrying members) or a timer's
+// (every member). A recorded pass looks at the retrying members too but leaves them to the retry, which
+// follows it in any case. Called with p.mu held.
 func (p *pace) take(key types.NamespacedName) map[string]bool {
 	only, whole := p.scope[key], p.whole[key]
+	retrying, retry := p.retrying[key]
 	delete(p.scope, key)
 	delete(p.whole, key)
-	if whole {
+	switch {
+	case whole:
 		return nil
+	case only == nil:
+		delete(p.retrying, key)
+		return retrying // nil, every member, when no retry is pending either
+	case retry && retrying == nil:
+		return nil
+	}
+	for m := range retrying {
+		only[m] = true
 	}
 	return only
 }

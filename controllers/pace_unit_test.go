@@ -203,9 +203,33 @@ func TestPaceScopesMemberChangePasses(t *testing.T) {
 	g.Expect(only).To(BeNil())
 	end()
 
-	// A pass that asked to be retried: the next one looks at every member, even if a member change queued it.
-	tp.retry(a)
+	// A pass over every member that asked to be retried: the passes until the retry look at every member, even
+	// if a member change queued them, and so does the retry.
+	tp.retry(a, nil)
 	tp.memberChanged(a, set("x"), tp.add)
+	_, only, end = tp.begin(a, true)
+	g.Expect(only).To(BeNil())
+	end()
+	_, only, end = tp.begin(a, true)
+	g.Expect(only).To(BeNil(), "the retry")
+	end()
+
+	// A pass over some members that asked to be retried: the passes until the retry look at those members too,
+	// and the retry, when it comes, looks at those only, even after a pass that looked there already (a member
+	// that came back). The pass after it is a timer's: every member.
+	tp.retry(a, set("y"))
+	tp.retry(a, set("z"))
+	tp.memberChanged(a, set("x"), tp.add)
+	_, only, end = tp.begin(a, true)
+	g.Expect(only).To(Equal(set("x", "y", "z")))
+	end()
+	tp.memberChanged(a, set("y"), tp.add)
+	_, only, end = tp.begin(a, true)
+	g.Expect(only).To(Equal(set("y", "z")))
+	end()
+	_, only, end = tp.begin(a, true)
+	g.Expect(only).To(Equal(set("y", "z")), "the retry looks where it was asked for only")
+	end()
 	_, only, end = tp.begin(a, true)
 	g.Expect(only).To(BeNil())
 	end()
@@ -244,8 +268,9 @@ func TestPaceScopesMemberChangePasses(t *testing.T) {
 
 	// A MySQLCluster that is gone leaves nothing behind.
 	tp.memberChanged(a, set("x"), tp.add)
-	tp.retry(a)
+	tp.retry(a, set("x"))
 	tp.forget(a)
 	g.Expect(tp.scope).To(BeEmpty())
 	g.Expect(tp.whole).To(BeEmpty())
+	g.Expect(tp.retrying).To(BeEmpty())
 }
