@@ -78,6 +78,41 @@ const (
 // cannot be reached or keep failing; their objects stay where they are and are named in an Event.
 const ForceDetachAnnotation = "mysqlfleet.io/force-detach"
 
+// RebuildAnnotation on a MySQLCluster asks for servers to be rebuilt (emptied and seeded again from the set):
+// "<member>/<pod>=<request id>" entries separated by commas, as `mysqlfleet rebuild` writes them (the id is
+// the time of the request, RFC 3339; RebuildRequests reads them). The hub copies each member's entries to
+// the same annotation of its StatefulSet there; the member controller carries each request out once (it
+// records the id), whatever the server holds, and refuses the primary.
+const RebuildAnnotation = "mysqlfleet.io/rebuild"
+
+// RebuildRequest is one entry of RebuildAnnotation.
+type RebuildRequest struct {
+	Member, Pod, ID string
+}
+
+// RebuildRequests reads RebuildAnnotation's value; entries that cannot be read are left out.
+func RebuildRequests(v string) []RebuildRequest {
+	var out []RebuildRequest
+	for _, e := range strings.Split(v, ",") {
+		target, id, ok := strings.Cut(strings.TrimSpace(e), "=")
+		member, pod, ok2 := strings.Cut(target, "/")
+		if !ok || !ok2 || member == "" || pod == "" || id == "" {
+			continue
+		}
+		out = append(out, RebuildRequest{Member: member, Pod: pod, ID: id})
+	}
+	return out
+}
+
+// FormatRebuildRequests writes RebuildAnnotation's value.
+func FormatRebuildRequests(reqs []RebuildRequest) string {
+	parts := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		parts = append(parts, r.Member+"/"+r.Pod+"="+r.ID)
+	}
+	return strings.Join(parts, ",")
+}
+
 // BackupNowAnnotation on a MySQLCluster asks for backups now: "member=RFC3339 time" entries separated by commas
 // (`mysqlfleet backup NAME --member M` writes it). For each member whose last backup outcome (success or
 // failure) is older than its entry, the manager runs one Job of that member's backup CronJob.

@@ -26,6 +26,9 @@ const (
 	// (DurabilityPreferred); absent means Required, so that StatefulSets written before it existed, and every
 	// Required one, carry nothing new.
 	DurabilityAnnotation = "mysqlfleet.io/durability"
+	// ErrantServersAnnotation on a member StatefulSet is its MySQLCluster's spec.errantServers when that is Fence
+	// (ErrantServersFence); absent means RebuildWhenSafe.
+	ErrantServersAnnotation = "mysqlfleet.io/errant-servers"
 
 	// RoleLabel on a MySQL Pod is its role in the replicated set, as the member controller last established it:
 	// RolePrimary or RoleReplica. Pods that are neither (unreachable, errant, not yet replicating) carry no role
@@ -122,6 +125,31 @@ type ReplicationReport struct {
 	Backups *MemberBackups `json:"backups,omitempty"`
 	// Restore is the outcome of the restore Job (RestoreJobAnnotation), when there is one.
 	Restore *MemberRestore `json:"restore,omitempty"`
+	// Rebuilds are the last servers the member controller emptied to seed them again, newest first (at most
+	// MaxRebuildsReported), with the transactions each discarded.
+	// +optional
+	Rebuilds []ServerRebuild `json:"rebuilds,omitempty"`
+}
+
+// MaxRebuildsReported is how many rebuilds a ReplicationReport keeps.
+const MaxRebuildsReported = 5
+
+// ServerRebuild is one server the member controller emptied so that it is seeded again.
+type ServerRebuild struct {
+	// Pod is the rebuilt server's Pod.
+	Pod string `json:"pod"`
+	// Time is when its data were emptied.
+	Time metav1.Time `json:"time"`
+	// Discarded are the transactions it held that the primary lacked, in the engine's GTID notation (empty for a
+	// requested rebuild of a server that held none).
+	// +optional
+	Discarded string `json:"discarded,omitempty"`
+	// Request is the id of the rebuild request it carried out (RebuildAnnotation); empty for an automatic
+	// rebuild (spec.errantServers RebuildWhenSafe).
+	// +optional
+	Request string `json:"request,omitempty"`
+	// Reason says why it was safe, or who asked.
+	Reason string `json:"reason"`
 }
 
 // RestoreJobAnnotation on a member StatefulSet names the Job that restores a backup into its Pod of ordinal 0

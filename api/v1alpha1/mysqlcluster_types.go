@@ -56,6 +56,23 @@ const (
 	DurabilityPreferred Durability = "Preferred"
 )
 
+// ErrantServers is what the member controller does with a server that holds transactions the primary lacks.
+// +kubebuilder:validation:Enum=RebuildWhenSafe;Fence
+type ErrantServers string
+
+const (
+	// ErrantServersRebuildWhenSafe rebuilds an errant server by itself when that provably discards nothing a
+	// client was told was committed: the server is a primary that a failover replaced, its data directory is the
+	// one it served with, semi-sync never let a commit return unacknowledged during its term, and every
+	// transaction the primary lacks is its own and held by no other server. Its data are emptied and it is
+	// seeded again, with an Event and the discarded transactions in
+	// status.members[].replication.rebuilds. Any other errant server stays fenced for a human
+	// (`mysqlfleet rebuild`).
+	ErrantServersRebuildWhenSafe ErrantServers = "RebuildWhenSafe"
+	// ErrantServersFence fences every errant server until a human rebuilds it (`mysqlfleet rebuild`).
+	ErrantServersFence ErrantServers = "Fence"
+)
+
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
@@ -105,6 +122,14 @@ type MySQLClusterSpec struct {
 	// +optional
 	// +kubebuilder:default=Required
 	Durability Durability `json:"durability,omitempty"`
+
+	// ErrantServers says what happens to a server that holds transactions the primary lacks (typically a primary
+	// replaced by a failover that comes back with commits no replica acknowledged): RebuildWhenSafe (the
+	// default) rebuilds it without a human when that provably loses no acknowledged commit, and fences it
+	// otherwise; Fence always leaves it fenced for `mysqlfleet rebuild`. It can change at any time.
+	// +optional
+	// +kubebuilder:default=RebuildWhenSafe
+	ErrantServers ErrantServers `json:"errantServers,omitempty"`
 
 	// Resources of the mysqld container.
 	// +optional
