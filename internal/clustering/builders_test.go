@@ -237,3 +237,9 @@ func serverID(id uint32) option {
 }
 
 func seeding(how string) option { return func(in *instance) { in.obs.Seeding = how } }
+
+// unacked is r of a term in which commits could return without an acknowledgement (Record.Unacknowledged).
+func unacked(r clustering.Record) clustering.Record {
+	r.Unacknowledged = true
+	return r
+}

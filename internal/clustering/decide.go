@@ -21,7 +21,8 @@ func Decide(d Desired, rec Record, obs []Observation) Plan {
 	e := &engine{
 		d: d, rec: rec, obs: obs, p: rec.PrimaryIndex(),
 		next: Record{Primary: rec.Primary, PrimaryServerID: rec.PrimaryServerID, SemiSyncWait: rec.SemiSyncWait,
-			Errant: slices.Clone(rec.Errant), Change: rec.Change, LeaseTransitions: rec.LeaseTransitions},
+			Errant: slices.Clone(rec.Errant), Change: rec.Change, LeaseTransitions: rec.LeaseTransitions,
+			Unacknowledged: rec.Unacknowledged, Deposed: slices.Clone(rec.Deposed), Rebuilt: slices.Clone(rec.Rebuilt)},
 		fenced: map[int]bool{}, errantSets: map[int]mysql.GTIDSet{}, held: map[int]string{},
 		decision: Decision{From: -1, To: -1},
 	}
@@ -344,6 +345,11 @@ func (e *engine) failover(reason string) {
 
 	e.next = withPrimary(e.next, chosen, e.status(chosen).ServerID, e.w, Decision{Kind: Failover, From: e.p,
 		Reason: reason})
+	if e.p < e.n {
+		e.next.Deposed = append(slices.DeleteFunc(e.next.Deposed, func(d Deposed) bool { return d.Instance == e.p }),
+			Deposed{Instance: e.p, ServerID: e.rec.PrimaryServerID,
+				Unacknowledged: e.rec.Unacknowledged || e.rec.SemiSyncWait == 0 || e.rec.PrimaryServerID == 0})
+	}
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("failover to instance %d", chosen)})
 	e.add(Step{Action: ActionPromote, Instance: chosen, SemiSync: e.semiSync(),
 		Why: "failover: promote once every received transaction is applied"})
@@ -477,9 +483,10 @@ func (e *engine) repair() {
 			e.next.SemiSyncWait = min(e.w, c)
 		}
 	}
+	e.trackTerms(pst)
 	if !e.next.equal(e.rec) {
 		e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: "the primary's server_id, semi-sync wait " +
-			"count or errant instances changed"})
+			"count, errant instances or former primaries changed"})
 	}
 	e.stopErrantReceivers()
 	e.stopLeavingReceivers()
@@ -501,8 +508,9 @@ func (e *engine) repair() {
 		e.add(Step{Action: ActionConfigureSemiSync, Instance: e.p, SemiSync: mysql.SemiSync{WaitForReplicas: w},
 			Why: why})
 	}
+	rebuilds := e.rebuilds()
 	for i, o := range e.obs {
-		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) {
+		if i == e.p || !o.Reachable() || e.fenced[i] || e.errant(i) || e.leaving(i) || rebuilds.has(i) {
 			continue
 		}
 		if o.Seeding != "" {
@@ -513,8 +521,9 @@ func (e *engine) repair() {
 			e.add(Step{Action: ActionReplicate, Instance: i, Source: e.p, Address: e.d.Addresses[e.p], Why: why})
 		}
 	}
+	rebuilds.add(e)
 	if e.decision.Kind != "" {
-		return // a refused switchover or scale-down; the repairs go on
+		return // a refused switchover, scale-down or rebuild; the repairs go on
 	}
 	e.decision = Decision{Kind: Steady, From: -1, To: -1}
 	if len(e.steps) > 0 {
@@ -543,6 +552,14 @@ func (e *engine) fromBinlogs(i int) bool {
 	case po.Purged == nil && po.PurgedErr != nil && empty && !e.status(e.p).Executed.IsEmpty():
 		e.held[i] = fmt.Sprintf("instance %d has executed nothing and whether the primary's binary logs hold the "+
 			"whole history could not be read: %v", i, po.PurgedErr)
+		return false
+	case empty && hasSource(e.status(e.p).Executed, st.SourceID):
+		// Replaying the binary logs would skip, or not, its own former transactions as its own (a rebuilt
+		// server keeps its server_id; see mysql.Server.Empty): a dump carries them.
+		src := e.seedSource()
+		e.held[i] = fmt.Sprintf("seeding from instance %d: it has executed nothing and the primary's history "+
+			"holds transactions it wrote itself, which replaying the binary logs could skip", src)
+		e.add(Step{Action: ActionSeed, Instance: i, Source: src, Why: e.held[i]})
 		return false
 	case po.Purged == nil || po.Purged.IsEmpty() || (!empty && st.Executed.Contains(po.Purged)):
 		return true

@@ -290,28 +290,28 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 		},
 		{
 			name: "semi-sync off on the primary is turned on",
-			d:    desired(3), rec: record(0),
+			d:    desired(3), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-10", semiSync(false, 1, never)), md.replica(1, 0, "0-1-10"),
 				md.replica(2, 0, "0-1-10")),
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
 		},
 		{
 			name: "a semi-sync timeout that would fall back to asynchronous is replaced",
-			d:    desired(3), rec: record(0),
+			d:    desired(3), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-10", semiSync(true, 1, 10*time.Second)), md.replica(1, 0, "0-1-10"),
 				md.replica(2, 0, "0-1-10")),
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
 		},
 		{
 			name: "a primary whose semi-sync fell back to asynchronous is re-armed",
-			d:    desired(3), rec: record(0),
+			d:    desired(3), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-10", fellBack(3)), md.replica(1, 0, "0-1-10"),
 				md.replica(2, 0, "0-1-10")),
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
 		},
 		{
 			name: "async commits alone, the primary active again, need nothing",
-			d:    desired(3), rec: record(0),
+			d:    desired(3), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-10", fellBack(3), func(in *instance) {
 				in.obs.Status.SemiSync.SourceActive = true
 			}), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")),
@@ -319,7 +319,7 @@ func TestDecideSteadyAndRepair(t *testing.T) {
 		},
 		{
 			name: "a primary that would fall back once no replica is connected is corrected",
-			d:    desired(3), rec: record(0),
+			d:    desired(3), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-10", waitNoReplicaOff()), md.replica(1, 0, "0-1-10"),
 				md.replica(2, 0, "0-1-10")),
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1, 2}},
@@ -579,8 +579,8 @@ func TestDecideFailover(t *testing.T) {
 				md.replica(1, 0, "0-1-7", received("0-1-10"), receiverStopped()),
 				md.replica(2, 0, "0-1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, reason: "primary 0 is unreachable",
-				record: "primary=1 errant=[]", steps: []string{
-					"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				record: "primary=1 errant=[] deposed=0", steps: []string{
+					"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 				}, roles: []clustering.Role{U, P, No}},
 		},
 		{
@@ -589,7 +589,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
 				md.replica(2, 0, "0-1-10", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}},
 		},
 		{
@@ -598,7 +598,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
 				md.replica(2, 0, "0-1-10", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 2, steps: []string{
-				"save-record primary=2 errant=[]", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
+				"save-record primary=2 errant=[] deposed=0", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
 			}},
 		},
 		{
@@ -607,7 +607,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
 				md.replica(2, 0, "0-1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}},
 		},
 		{
@@ -624,7 +624,7 @@ func TestDecideFailover(t *testing.T) {
 				my.replica(1, 0, mysqlUUID(0)+":1-8:10", receiverStopped()),
 				my.replica(2, 0, mysqlUUID(0)+":1-10", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 2, steps: []string{
-				"save-record primary=2 errant=[]", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
+				"save-record primary=2 errant=[] deposed=0", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
 			}},
 		},
 		{
@@ -632,8 +632,8 @@ func TestDecideFailover(t *testing.T) {
 			d:    desired(3), rec: record(0, 2),
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
 				md.replica(2, 0, "0-1-8,0-3-1", receiverStopped())),
-			want: expect{kind: clustering.Failover, from: 0, to: 1, record: "primary=1 errant=[2]",
-				steps:  []string{"save-record primary=1 errant=[2]", "promote 1 (semi-sync wait 1)"},
+			want: expect{kind: clustering.Failover, from: 0, to: 1, record: "primary=1 errant=[2] deposed=0",
+				steps:  []string{"save-record primary=1 errant=[2] deposed=0", "promote 1 (semi-sync wait 1)"},
 				errant: []int{2}},
 		},
 		{
@@ -656,7 +656,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(unreachable(), my.replica(1, 0, mysqlUUID(0)+":1-10", receiverStopped()), unreachable(),
 				my.replica(3, 0, mysqlUUID(0)+":1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 2)", "replicate 3 from 1",
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 2)", "replicate 3 from 1",
 			}},
 		},
 		{
@@ -680,7 +680,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(md.primary(0, "0-1-10", readOnly(), unhealthy("its volume is read-only")),
 				md.replica(1, 0, "0-1-10", receiverStopped()), md.replica(2, 0, "0-1-10", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"fence 0", "save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"fence 0", "save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}, roles: []clustering.Role{No, P, No}},
 		},
 		{
@@ -704,7 +704,7 @@ func TestDecideFailover(t *testing.T) {
 			d:    desired(3), rec: record(0),
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", stopped()), md.replica(2, 0, "0-1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}},
 		},
 		{
@@ -712,7 +712,7 @@ func TestDecideFailover(t *testing.T) {
 			d:    desired(3), rec: record(0),
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()), md.fresh(2)),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}},
 		},
 		{
@@ -721,7 +721,7 @@ func TestDecideFailover(t *testing.T) {
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
 				md.replica(2, 0, "0-1-10,0-3-2", receiverStopped(), writable())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"fence 2", "save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)",
+				"fence 2", "save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)",
 			}},
 		},
 		{
@@ -874,7 +874,7 @@ func TestDecideLostVolume(t *testing.T) {
 			obs: observe(md.build(0, "0-77-2", []option{serverID(77)}),
 				md.replica(1, 0, "0-1-10", receiverStopped()), md.replica(2, 0, "0-1-9", receiverStopped())),
 			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
-				"fence 0", "save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+				"fence 0", "save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
 			}},
 		},
 	})
@@ -1108,25 +1108,25 @@ func TestDecideDurability(t *testing.T) {
 			name: "Preferred: both replicas down, semi-sync goes off",
 			d:    desired(3, preferred()), rec: record(0),
 			obs: observe(md.primary(0, "0-1-10", connected(0)), unreachable(), unreachable()),
-			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 0)"}, async: true,
-				record: "primary=0 errant=[]"},
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[] unacknowledged",
+				"configure-semi-sync 0 (wait 0)"}, async: true, record: "primary=0 errant=[] unacknowledged"},
 		},
 		{
 			name: "Preferred: off, and stays off while no replica is in sync",
-			d:    desired(3, preferred()), rec: record(0),
+			d:    desired(3, preferred()), rec: unacked(record(0)),
 			obs:  observe(md.primary(0, "0-1-12", off, connected(0)), unreachable(), unreachable()),
 			want: expect{kind: clustering.Steady, async: true},
 		},
 		{
 			name: "Preferred: off, and a replica back but lagging beyond the bound keeps it off",
-			d:    desired(3, preferred()), rec: record(0),
+			d:    desired(3, preferred()), rec: unacked(record(0)),
 			obs: observe(md.primary(0, "0-1-12", off, connected(0)), md.replica(1, 0, "0-1-10", lag(time.Minute)),
 				unreachable()),
 			want: expect{kind: clustering.Steady, async: true},
 		},
 		{
 			name: "Preferred: off, on again once a replica is in sync, though the primary counts no client yet",
-			d:    desired(3, preferred()), rec: record(0),
+			d:    desired(3, preferred()), rec: unacked(record(0)),
 			obs:  observe(md.primary(0, "0-1-12", off, connected(0)), md.replica(1, 0, "0-1-12"), unreachable()),
 			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 1)"}, inSync: []int{1}},
 		},
@@ -1148,8 +1148,9 @@ func TestDecideDurability(t *testing.T) {
 			d:    desired(5, engine(mysql.MySQL), preferred()), rec: waitRecorded(record(0), 2),
 			obs: observe(my.primary(0, mysqlUUID(0)+":1-10", semiSync(true, 2, never), connected(1)),
 				my.replica(1, 0, mysqlUUID(0)+":1-10"), unreachable(), unreachable(), unreachable()),
-			want: expect{kind: clustering.Repair, steps: []string{"configure-semi-sync 0 (wait 0)"}, async: true,
-				inSync: []int{1}, record: "primary=0 errant=[]"},
+			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=0 errant=[] unacknowledged",
+				"configure-semi-sync 0 (wait 0)"}, async: true, inSync: []int{1},
+				record: "primary=0 errant=[] unacknowledged"},
 		},
 		{
 			name: "Preferred: a single instance waits for nobody anyway",

@@ -60,6 +60,9 @@ func (r *recorder) PurgedGTIDSet(_ context.Context, i int) (mysql.GTIDSet, error
 func (r *recorder) Seed(_ context.Context, i, source int) error {
 	return r.do("seed %d from %d", i, source)
 }
+func (r *recorder) Rebuild(_ context.Context, i int, executed mysql.GTIDSet) error {
+	return r.do("rebuild %d (%s)", i, executed)
+}
 
 func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
 	g := NewWithT(t)

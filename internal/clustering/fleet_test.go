@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
@@ -74,10 +75,38 @@ func newFleet(t *testing.T, n int) *fleet {
 	f.desired.Name, f.desired.Engine, f.desired.MaxLag = "shop", mysql.MariaDB, 5*time.Second
 	f.server = &clustering.ServerOps{
 		Servers: f.admin, ReplicationUser: replUser, ReplicationPassword: replPassword,
-		ConnectRetry: time.Second, Save: f.save,
+		ConnectRetry: time.Second, Save: f.save, RebuildWith: f.rebuild, SeedWith: f.seed,
 	}
 	f.ops = f.server
 	return f
+}
+
+// rebuild empties instance i as root, as the member controller does (there is no init script here: the
+// accounts stay, and the application's database came through replication).
+func (f *fleet) rebuild(ctx context.Context, i int, executed mysql.GTIDSet) error {
+	f.mu.Lock()
+	s := f.servers[i]
+	f.mu.Unlock()
+	root, err := mysql.Open(mysql.MariaDBFlavor{}, s.RootDSN())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	return root.Empty(ctx, executed, "")
+}
+
+// seed loads instance i with a dump of source, as the member controller's seed Job does, and returns once done.
+func (f *fleet) seed(ctx context.Context, i, source int) error {
+	f.mu.Lock()
+	target, src := f.servers[i], f.servers[source]
+	f.mu.Unlock()
+	flavor := mysql.MariaDBFlavor{}
+	_, err := backup.Seed(ctx, backup.SeedOptions{
+		Source: backup.Source{Flavor: flavor, Conn: mysql.DumpOptions{Host: src.Host, Port: src.Port, User: adminUser},
+			Password: adminPassword},
+		Target: backup.Source{Flavor: flavor, Conn: mysql.DumpOptions{Socket: target.Socket, User: "root"}},
+	})
+	return err
 }
 
 // initServer creates the admin and replication users on a fresh server, unlogged, as a Pod's init would, and

@@ -27,6 +27,8 @@ type ServerOps struct {
 	Save func(ctx context.Context, r Record) error
 	// SeedWith seeds an instance (ActionSeed); the member controller runs a Job.
 	SeedWith func(ctx context.Context, i, source int) error
+	// RebuildWith empties an instance (ActionRebuild); the member controller does it as root.
+	RebuildWith func(ctx context.Context, i int, executed mysql.GTIDSet) error
 	// FenceKillInterval is how often Fence ends client connections while it waits for read-only to take;
 	// zero means 100 ms.
 	FenceKillInterval time.Duration
@@ -194,6 +196,16 @@ func (o *ServerOps) Seed(ctx context.Context, i, source int) error {
 		return err
 	}
 	return o.SeedWith(ctx, i, source)
+}
+
+func (o *ServerOps) Rebuild(ctx context.Context, i int, executed mysql.GTIDSet) error {
+	if o.RebuildWith == nil {
+		return errors.New("no way to rebuild an instance")
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	return o.RebuildWith(ctx, i, executed)
 }
 
 // Observe reads the status of instances 0..n-1 at once, each within timeout, and then, if the recorded primary

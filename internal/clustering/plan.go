@@ -42,6 +42,9 @@ type Ops interface {
 	// starts the work (the member controller runs it in a Job) and returns, and is called again, pass after
 	// pass, until i has executed something; it must then do nothing more than report how the work goes.
 	Seed(ctx context.Context, i, source int) error
+	// Rebuild empties instance i, fenced and read-only, so that it is seeded again (mysql.Server.Empty): it
+	// refuses if i has executed anything but executed, the set the plan was decided from.
+	Rebuild(ctx context.Context, i int, executed mysql.GTIDSet) error
 }
 
 // Action names what a Step does.
@@ -56,6 +59,7 @@ const (
 	ActionWaitForExecuted   Action = "wait-for-executed"
 	ActionSaveRecord        Action = "save-record"
 	ActionSeed              Action = "seed"
+	ActionRebuild           Action = "rebuild"
 )
 
 // Step is one operation of a plan. Which fields matter depends on Action.
@@ -73,6 +77,10 @@ type Step struct {
 	Timeout time.Duration
 	// Record is for ActionSaveRecord.
 	Record Record
+	// Executed is what the instance of an ActionRebuild had executed when the plan was decided, Discarded what
+	// of it the primary lacks, and Request the id of the rebuild request it carries out ("" for none).
+	Executed, Discarded mysql.GTIDSet
+	Request             string
 	// Why is the reason for the step, for logs. It is not part of String.
 	Why string
 }
@@ -92,6 +100,8 @@ func (s Step) String() string {
 		return "save-record " + s.Record.String()
 	case ActionSeed:
 		return fmt.Sprintf("seed %d from %d", s.Instance, s.Source)
+	case ActionRebuild:
+		return fmt.Sprintf("rebuild %d discarding %s", s.Instance, s.Discarded)
 	}
 	return fmt.Sprintf("%s %d", s.Action, s.Instance)
 }
@@ -102,7 +112,7 @@ func (s Step) String() string {
 // instance each and the next pass retries them.
 func (s Step) critical() bool {
 	switch s.Action {
-	case ActionFence, ActionSaveRecord, ActionWaitForExecuted, ActionPromote:
+	case ActionFence, ActionSaveRecord, ActionWaitForExecuted, ActionPromote, ActionRebuild:
 		return true
 	}
 	return false
@@ -126,6 +136,8 @@ func (s Step) run(ctx context.Context, ops Ops) error {
 		return ops.SaveRecord(ctx, s.Record)
 	case ActionSeed:
 		return ops.Seed(ctx, s.Instance, s.Source)
+	case ActionRebuild:
+		return ops.Rebuild(ctx, s.Instance, s.Executed)
 	}
 	return fmt.Errorf("unknown action %q", s.Action)
 }

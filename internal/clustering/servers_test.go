@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,9 @@ func TestFailoverRefusedWhileTheOnlyHolderIsSilent(t *testing.T) {
 // TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost cuts the member controller off the primary,
 // which keeps running and keeps its clients. The engine fails over; the old primary's clients must not get a
 // single acknowledgement for a write the new primary lacks. When the partition heals, the old primary is
-// fenced before anything else and, holding commits nobody received, kept out as errant.
+// fenced before anything else and, holding commits nobody received (its own, from its term, semi-sync in force
+// throughout), is rebuilt by itself: emptied, seeded from the set, and back in sync, with every acknowledged
+// write and none of the writes it never acknowledged.
 func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -262,19 +265,36 @@ func TestPartitionedPrimaryCannotHaveWritesAcknowledgedThatAreLost(t *testing.T)
 	following.waitAcks(50)
 
 	cut.set(0, false)
-	plan := f.converge()
+	plan := f.until("the old primary rebuilt", func(p clustering.Plan) bool {
+		return slices.ContainsFunc(p.Steps, func(s clustering.Step) bool { return s.Action == clustering.ActionRebuild })
+	})
 	g.Expect(f.decided(clustering.Repair, -1, -1)).To(BeTrue())
-	g.Expect(f.status(0).ReadOnly).To(BeTrue(), "the old primary is still writable")
 	g.Expect(plan.Report.Instances[0].Role).To(Equal(clustering.RoleErrant),
 		"the old primary's in-doubt commits make it errant\n%s", f.describe())
 	g.Expect(plan.Report.Errant()).To(Equal([]int{0}))
-	g.Expect(f.record().Errant).To(Equal([]int{0}))
+	rebuild := plan.Steps[slices.IndexFunc(plan.Steps, func(s clustering.Step) bool { return s.Action == clustering.ActionRebuild })]
+	t.Logf("rebuilt: %s: %s", rebuild, rebuild.Why)
+	g.Expect(rebuild.Instance).To(Equal(0))
+	g.Expect(rebuild.Discarded.Without(strconv.Itoa(int(f.servers[0].ServerID))).IsEmpty()).To(BeTrue(),
+		"it discarded only its own transactions: %s", rebuild.Discarded)
+	g.Expect(rebuild.Discarded.IsEmpty()).To(BeFalse())
 
 	following.Stop()
 	stale.Stop()
 	t.Logf("following writer: %s; stale writer: %s", following, stale)
 	g.Expect(f.missing(p, following.Acked())).To(BeEmpty())
 	g.Expect(f.missing(p, stale.Acked())).To(BeEmpty())
+
+	// Seeded from the set and in sync again: every acknowledged write is on it, and every server holds the same.
+	f.until("the old primary back in sync", func(plan clustering.Plan) bool {
+		return plan.Decision.Kind == clustering.Steady && slices.Contains(plan.Report.InSync(), 0)
+	})
+	g.Expect(f.record().Errant).To(BeEmpty())
+	g.Expect(f.record().Deposed).To(BeEmpty(), "forgotten once rebuilt")
+	f.waitReplicas(p)
+	g.Expect(f.missing(0, following.Acked())).To(BeEmpty())
+	g.Expect(f.missing(0, stale.Acked())).To(BeEmpty())
+	g.Expect(f.ids(0)).To(Equal(f.ids(p)), "the rebuilt server holds exactly what the primary holds")
 }
 
 // TestSwitchoverBothWays moves the primary to replica 1 and back under a stream of writes.
@@ -452,9 +472,11 @@ func TestFallenBackPrimaryIsReArmed(t *testing.T) {
 	plan, err := f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(plan.Decision.Kind).To(Equal(clustering.Repair))
-	g.Expect(plan.Steps).To(HaveLen(1))
-	g.Expect(plan.Steps[0].String()).To(Equal("configure-semi-sync 0 (wait 1)"))
-	t.Logf("why: %s", plan.Steps[0].Why)
+	g.Expect(plan.Steps).To(HaveLen(2))
+	g.Expect(plan.Steps[0].String()).To(Equal("save-record primary=0 errant=[] unacknowledged"),
+		"the term is recorded as one whose commits returned unacknowledged")
+	g.Expect(plan.Steps[1].String()).To(Equal("configure-semi-sync 0 (wait 1)"))
+	t.Logf("why: %s", plan.Steps[1].Why)
 	st = f.status(0).SemiSync
 	g.Expect(st.SourceActive).To(BeTrue(), "not re-armed: %+v", st)
 	g.Expect(st.Timeout).To(BeNumerically(">", 49*24*time.Hour))

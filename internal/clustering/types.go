@@ -52,6 +52,19 @@ type Desired struct {
 	// are in sync again it is switched back on. False (Required) keeps commits waiting. See the package
 	// documentation, "Durability".
 	Preferred bool
+	// FenceErrant is spec.errantServers Fence: no errant instance is rebuilt unless a human asks (Rebuild).
+	// False rebuilds an errant instance by itself when that provably discards no acknowledged commit
+	// (see rebuildable).
+	FenceErrant bool
+	// Rebuild are the rebuilds a human asked for (RebuildAnnotation): each is carried out once, whatever the
+	// instance holds, unless it is the primary. Record.Rebuilt keeps the ids done.
+	Rebuild []RebuildRequest
+}
+
+// RebuildRequest asks for instance Instance to be emptied and seeded again; ID tells requests apart.
+type RebuildRequest struct {
+	Instance int
+	ID       string
 }
 
 // Instances is N, the number of instances.
@@ -183,6 +196,27 @@ type Record struct {
 	// it and keeps nothing of it in Plan.Record; the member controller sets it on every save. Nil without
 	// leader election.
 	LeaseTransitions *int `json:"leaseTransitions,omitempty"`
+	// Unacknowledged is set once the primary has been seen where a commit could return without a semi-sync
+	// acknowledgement: semi-sync off, fallen back, not waiting AFTER_SYNC, able to fall back, with commits
+	// counted that returned without one, or switched off under durability Preferred. Its term then proves
+	// nothing of the transactions only it holds. A new primary starts without it.
+	Unacknowledged bool `json:"unacknowledged,omitempty"`
+	// Deposed are the primaries failovers replaced, an entry an instance: what the engine needs to tell that an
+	// errant instance's extra transactions are the unacknowledged tail of its own term (rebuildable). An entry
+	// goes once its instance answers with another data directory or without errant transactions.
+	Deposed []Deposed `json:"deposed,omitempty"`
+	// Rebuilt are the ids of the requested rebuilds carried out (Desired.Rebuild), kept while requested.
+	Rebuilt []string `json:"rebuilt,omitempty"`
+}
+
+// Deposed is a primary a failover replaced.
+type Deposed struct {
+	Instance int `json:"instance"`
+	// ServerID is the server_id it served with: its data directory.
+	ServerID uint32 `json:"serverID"`
+	// Unacknowledged is Record.Unacknowledged at the end of its term, or true where that cannot be told (a
+	// record that predates it, no semi-sync wait count recorded).
+	Unacknowledged bool `json:"unacknowledged,omitempty"`
 }
 
 // Change is a change of primary as the record keeps it.
@@ -205,17 +239,39 @@ func (r Record) isErrant(i int) bool { return slices.Contains(r.Errant, i) }
 
 func (r Record) equal(o Record) bool {
 	return r.PrimaryIndex() == o.PrimaryIndex() && r.PrimaryServerID == o.PrimaryServerID &&
-		r.SemiSyncWait == o.SemiSyncWait && slices.Equal(r.Errant, o.Errant)
+		r.SemiSyncWait == o.SemiSyncWait && slices.Equal(r.Errant, o.Errant) &&
+		r.Unacknowledged == o.Unacknowledged && slices.Equal(r.Deposed, o.Deposed) && slices.Equal(r.Rebuilt, o.Rebuilt)
+}
+
+// deposed is the entry of instance i in Deposed, or nil.
+func (r Record) deposed(i int) *Deposed {
+	for k := range r.Deposed {
+		if r.Deposed[k].Instance == i {
+			return &r.Deposed[k]
+		}
+	}
+	return nil
 }
 
 func (r Record) String() string {
-	return fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
+	s := fmt.Sprintf("primary=%d errant=%v", r.PrimaryIndex(), r.Errant)
+	if r.Unacknowledged {
+		s += " unacknowledged"
+	}
+	for _, d := range r.Deposed {
+		s += fmt.Sprintf(" deposed=%d", d.Instance)
+	}
+	if len(r.Rebuilt) > 0 {
+		s += fmt.Sprintf(" rebuilt=%v", r.Rebuilt)
+	}
+	return s
 }
 
 // withPrimary is r with primary p, whose server_id is id, made so by d; the promotion configures w.
 func withPrimary(r Record, p int, id uint32, w int, d Decision) Record {
 	return Record{Primary: &p, PrimaryServerID: id, SemiSyncWait: w, Errant: slices.Clone(r.Errant),
-		Change: &Change{Kind: d.Kind, From: d.From, Reason: d.Reason}}
+		Change: &Change{Kind: d.Kind, From: d.From, Reason: d.Reason}, Deposed: slices.Clone(r.Deposed),
+		Rebuilt: slices.Clone(r.Rebuilt)}
 }
 
 // Kind names a decision.

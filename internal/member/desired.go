@@ -167,7 +167,9 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 		return clustering.Desired{}, nil, err
 	}
 	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag, ShrinkTo: shrinkTo(sts),
-		Preferred: sts.Annotations[v1alpha1.DurabilityAnnotation] == string(v1alpha1.DurabilityPreferred)}
+		Preferred:   sts.Annotations[v1alpha1.DurabilityAnnotation] == string(v1alpha1.DurabilityPreferred),
+		FenceErrant: sts.Annotations[v1alpha1.ErrantServersAnnotation] == string(v1alpha1.ErrantServersFence),
+		Rebuild:     rebuildRequests(sts, len(pods))}
 	if n := sts.Labels[v1alpha1.ClusterNameLabel]; n != "" {
 		d.Name = n
 	}

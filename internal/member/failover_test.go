@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -340,6 +343,44 @@ func TestErrantReplicaIsFencedAndLeavesTheReplicasService(t *testing.T) {
 	g.Consistently(func() []int { return s.missing(g, 2, []int{2}) }, time.Second, 100*time.Millisecond).
 		Should(Equal([]int{2}))
 	g.Expect(e.roles(s.sts)).To(HaveKeyWithValue("errant-2", ""))
+	g.Expect(rep.Instances[2].Error).To(ContainSubstring("fenced until rebuilt by hand"),
+		"a replica's own write is no deposed primary's unacknowledged tail: it is not rebuilt by itself")
+	g.Expect(s.report().Rebuilds).To(BeEmpty())
+
+	// A human asks for the rebuild (the hub copies mysqlfleet rebuild's request to the StatefulSet): the
+	// controller empties it as root, reports what it discarded, and it catches up from the primary's binary
+	// logs, back in sync without its errant row and with every row of the primary.
+	errantGTIDs := rep.Instances[2].ErrantGTIDs
+	// The servers here booted with the application's database too (appScript); the rendered init script has it
+	// when spec.database is set, and an emptied server runs that script again.
+	secretName, _, err := credentialsSecret(s.sts)
+	g.Expect(err).NotTo(HaveOccurred())
+	sec := &corev1.Secret{}
+	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: secretName}, sec)).To(Succeed())
+	sec.Data[v1alpha1.InitScriptKey] = append(sec.Data[v1alpha1.InitScriptKey], "CREATE DATABASE IF NOT EXISTS shop;\n"...)
+	g.Expect(e.c.Update(e.ctx, sec)).To(Succeed())
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+
+		v1alpha1.RebuildAnnotation+`":"eu1/errant-2=r1"}}}`))
+	g.Expect(e.c.Patch(e.ctx, s.sts.DeepCopy(), patch)).To(Succeed())
+	g.Eventually(func() error { return formed(s.report(), "errant-0", "errant-1", "errant-2") }, convergeWithin,
+		200*time.Millisecond).Should(Succeed())
+	rebuilds := s.report().Rebuilds
+	g.Expect(rebuilds).To(HaveLen(1))
+	g.Expect(rebuilds[0].Pod).To(Equal("errant-2"))
+	g.Expect(rebuilds[0].Request).To(Equal("r1"))
+	g.Expect(rebuilds[0].Discarded).To(Equal(errantGTIDs))
+	g.Eventually(func() []int { return s.missing(g, 2, []int{1, 2}) }, convergeWithin, 100*time.Millisecond).
+		Should(BeEmpty())
+	g.Expect(s.missing(g, 2, []int{100})).To(Equal([]int{100}), "the errant row is gone")
+	var events eventsv1.EventList
+	g.Expect(e.c.List(e.ctx, &events, client.InNamespace(testNS))).To(Succeed())
+	g.Expect(slices.ContainsFunc(events.Items, func(ev eventsv1.Event) bool {
+		return ev.Reason == ReasonServerRebuilt && ev.Regarding.Name == "errant" &&
+			strings.Contains(ev.Note, errantGTIDs)
+	})).To(BeTrue(), "a ServerRebuilt Event on the StatefulSet naming what was discarded")
+	// Carried out once: the request stays on the StatefulSet, and the server is not emptied again.
+	g.Consistently(func() []v1alpha1.ServerRebuild { return s.report().Rebuilds }, 2*time.Second,
+		200*time.Millisecond).Should(HaveLen(1))
 }
 
 // The primary's Pod is deleted while its server goes on running (a finalizer holds the Pod here; in a member,

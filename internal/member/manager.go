@@ -141,6 +141,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		RunnerImage: o.RunnerImage,
 		Timing:      o.withDefaults(),
 		lease:       lease,
+		events:      mgr.GetEventRecorder("mysqlfleet-member"),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("member").

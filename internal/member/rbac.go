@@ -21,7 +21,8 @@ const ServiceAccountName = "mysqlfleet-member-controller"
 //   - Secrets: get only (the credentials Secret, read by name when a pass needs it; never listed nor watched);
 //   - Jobs: read and watch (the outcomes of the backup and restore Jobs the hub renders), and create (its seed
 //     Jobs, which load an empty replica with a dump: see seed.go). No update, patch or delete: a finished seed
-//     Job is removed by the member's TTL controller.
+//     Job is removed by the member's TTL controller;
+//   - Events: create and patch (ServerRebuilt on a StatefulSet, in its namespace).
 func ClusterRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
@@ -30,6 +31,7 @@ func ClusterRules() []rbacv1.PolicyRule {
 			Verbs: []string{"get", "list", "watch", "create", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,8 @@ type Reconciler struct {
 	// lease refuses every change to a server, record or role label once the leader election Lease may have
 	// passed to a standby; nil (always allowed) without leader election.
 	lease *leaseLock
+	// events records the Events of the sets (a server rebuilt); nil records none.
+	events events.EventRecorder
 
 	mu sync.Mutex
 	// written is the resourceVersion of each report ConfigMap as this controller last wrote or read it live
@@ -273,6 +276,15 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 			return r.seed(ctx, s, d.Engine, seeds, i, source)
 		},
 	}
+	var rebuilds []v1alpha1.ServerRebuild
+	var plan clustering.Plan
+	ops.RebuildWith = func(ctx context.Context, i int, executed mysql.GTIDSet) error {
+		rb, err := r.rebuild(ctx, s, flavor, targets[i], creds, plan, i, executed)
+		if err == nil {
+			rebuilds = append(rebuilds, rb)
+		}
+		return err
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, r.PassTimeout)
 	defer cancel()
@@ -286,7 +298,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	}
 	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
 	seeding(obs, seeds)
-	plan := clustering.Decide(d, s.rec, obs)
+	plan = clustering.Decide(d, s.rec, obs)
 	execErr := clustering.Execute(ctx, ops, plan.Steps)
 	r.countPass(s.key)
 	passesTotal.WithLabelValues(string(plan.Decision.Kind)).Inc()
@@ -296,6 +308,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	}
 	rep = buildReport(s.sts, plan, execErr, s.prev)
 	seedOutcomes(&rep, plan, seeds)
+	rep.Rebuilds = recentRebuilds(rebuilds, s.prev)
 	asyncCommits(&rep, plan, obs)
 	asyncWindow(&rep, plan, s.prev, metav1.Now())
 	if requestErr != nil && rep.LastError == "" {
@@ -310,8 +323,11 @@ type credentials struct {
 	admin string
 	// replication is the password of v1alpha1.ReplicationUser, the account replicas replicate with.
 	replication string
-	// root is root's, used only to create those two accounts on a server that lacks them.
+	// root is root's, used only to create those two accounts on a server that lacks them, and to empty a
+	// server that is rebuilt.
 	root string
+	// init is the rendered init script (v1alpha1.InitScriptKey), run again on a server that is rebuilt.
+	init string
 }
 
 // credentials reads the passwords from the credentials Secret (the one the mysql container's
@@ -329,6 +345,7 @@ func (r *Reconciler) credentials(ctx context.Context, sts *appsv1.StatefulSet) (
 		admin:       string(sec.Data[v1alpha1.AdminPasswordKey]),
 		replication: string(sec.Data[v1alpha1.ReplicationPasswordKey]),
 		root:        string(sec.Data[rootKey]),
+		init:        string(sec.Data[v1alpha1.InitScriptKey]),
 	}
 	for key, pw := range map[string]string{v1alpha1.AdminPasswordKey: c.admin,
 		v1alpha1.ReplicationPasswordKey: c.replication} {

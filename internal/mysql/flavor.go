@@ -93,6 +93,9 @@ type Flavor interface {
 	// loaded from a dump rather than written there): a replica lacking any of them cannot get it by GTID
 	// auto-positioning from this server and must be seeded instead.
 	PurgedGTIDSet(ctx context.Context, db DB) (GTIDSet, error)
+	// ForgetTransactions empties the binary logs and the GTID state of a server whose replication is stopped
+	// and reset: it has then executed nothing. It undoes PrepareLoad. See Server.Empty.
+	ForgetTransactions(ctx context.Context, db DB) error
 	// PrepareLoad lets the account that loads a dump into an empty server (its root) write while the server
 	// stays read-only for every other client.
 	PrepareLoad(ctx context.Context, db DB) error

@@ -66,6 +66,35 @@ func (MySQLFlavor) PrepareLoad(ctx context.Context, db DB) error {
 	return execf(ctx, db, "SET GLOBAL super_read_only = OFF", "failed to let the loading account write")
 }
 
+// ForgetTransactions: RESET BINARY LOGS AND GTIDS (RESET MASTER before 8.4, which removed it) empties
+// gtid_executed and gtid_purged with the binary logs; super_read_only is turned back on.
+func (MySQLFlavor) ForgetTransactions(ctx context.Context, db DB) error {
+	row, err := queryOne(ctx, db, "SELECT @@GLOBAL.version AS version")
+	if err != nil {
+		return fmt.Errorf("failed to read the version: %w", err)
+	}
+	reset := "RESET BINARY LOGS AND GTIDS"
+	var major, minor int
+	if _, err := fmt.Sscanf(row.String("version"), "%d.%d", &major, &minor); err == nil && major == 8 && minor < 4 {
+		reset = "RESET MASTER"
+	}
+	if err := execf(ctx, db, reset, "failed to forget the executed transactions"); err != nil {
+		return err
+	}
+	return execf(ctx, db, "SET GLOBAL super_read_only = ON", "failed to turn super_read_only back on")
+}
+
+// ForgetTransactions: RESET MASTER empties the binary logs and gtid_binlog_state; gtid_slave_pos, what
+// replication applied, is emptied on its own. Together they are gtid_current_pos.
+func (MariaDBFlavor) ForgetTransactions(ctx context.Context, db DB) error {
+	for _, s := range []string{"RESET MASTER", "SET GLOBAL gtid_slave_pos = ''"} {
+		if err := execf(ctx, db, s, "failed to forget the executed transactions"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PrepareLoad has nothing to do: root holds READ_ONLY ADMIN and writes past read_only, which stays on.
 func (MariaDBFlavor) PrepareLoad(context.Context, DB) error { return nil }
 
