@@ -50,7 +50,7 @@ func TestDecideRebuild(t *testing.T) {
 		{
 			name: "once empty it is no longer errant, is forgotten as deposed, and is seeded: its own former " +
 				"transactions are in the primary's history",
-			d:   desired(3), rec: was,
+			d: desired(3), rec: was,
 			obs: observe(md.fresh(0), primary, replica),
 			want: expect{kind: clustering.Repair, steps: []string{"save-record primary=1 errant=[]", "seed 0 from 2"},
 				record: "primary=1 errant=[]", inSync: []int{2}, instanceErrors: map[int]string{0: "seeding from instance 2"}},
@@ -128,7 +128,7 @@ func TestDecideRebuild(t *testing.T) {
 		{
 			name: "a requested rebuild of a replica in sync: it stops being repointed and is emptied",
 			d:    desired(3, rebuildRequest(2, "r2")), rec: record(1),
-			obs:  observe(md.replica(0, 1, history), primary, replica),
+			obs: observe(md.replica(0, 1, history), primary, replica),
 			want: expect{kind: clustering.Repair, steps: []string{"rebuild 2 discarding ",
 				"save-record primary=1 errant=[] rebuilt=[r2]"}, inSync: []int{0, 2}},
 		},
@@ -141,7 +141,7 @@ func TestDecideRebuild(t *testing.T) {
 		{
 			name: "a requested rebuild of the primary is refused; the repairs go on",
 			d:    desired(3, rebuildRequest(1, "r3")), rec: record(1),
-			obs:  observe(md.replica(0, 1, history), primary, md.replica(2, 1, history, stopped())),
+			obs: observe(md.replica(0, 1, history), primary, md.replica(2, 1, history, stopped())),
 			want: expect{kind: clustering.Refused, reason: "rebuild of instance 1 refused: it is the primary",
 				steps: []string{"replicate 2 from 1"}, inSync: []int{0}},
 		},
