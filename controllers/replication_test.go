@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -323,8 +324,98 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "writes resume on the new primary")
 	})
 
+	t.Run("a frozen primary holding a commit no replica received is rebuilt when it thaws, and a second fault is failed over", func(t *testing.T) {
+		g := NewWithT(t)
+		servers.Server("db-2").Restart() // killed above: it rejoins
+		inSync := func() int32 {
+			_, mr := replication(g, key, aws)
+			if mr == nil {
+				return -1
+			}
+			return mr.ReplicasInSync
+		}
+		g.Eventually(inSync, 2*time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
+		_, mr := replication(g, key, aws)
+		old := mr.Primary
+		var others []string
+		for _, p := range []string{"db-0", "db-1", "db-2"} {
+			if p != old {
+				others = append(others, p)
+			}
+		}
+		want, err := countOrders(servers.Server(old))
+		g.Expect(err).NotTo(HaveOccurred())
+
+		// A commit that waits for an acknowledgement no replica can give (both are down), and the primary freezes
+		// with it: it is in the primary's binary log and nowhere else, and its client is never told it committed.
+		for _, p := range others {
+			servers.Server(p).Kill()
+		}
+		inflight := make(chan error, 1)
+		go func() {
+			_, err := servers.Server(old).OpenRoot().Exec("INSERT INTO shop.orders VALUES (999)")
+			inflight <- err
+		}()
+		g.Eventually(func() int {
+			var n int
+			_ = servers.Server(old).OpenRoot().QueryRow("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS " +
+				"WHERE VARIABLE_NAME = 'Rpl_semi_sync_master_wait_sessions'").Scan(&n)
+			return n
+		}, 30*time.Second, 100*time.Millisecond).Should(Equal(1), "the commit waits for an acknowledgement")
+		servers.Server(old).Freeze()
+		for _, p := range others {
+			servers.Server(p).Restart()
+		}
+		g.Eventually(func() string {
+			_, mr := replication(g, key, aws)
+			return mr.Primary
+		}, 2*time.Minute, 250*time.Millisecond).Should(BeElementOf(others))
+		servers.Server(old).Thaw()
+		g.Expect(<-inflight).To(HaveOccurred(), "the in-flight commit was acknowledged")
+
+		// It comes back errant with that commit, is emptied by itself, seeded from the set, and in sync again.
+		var rep *v1alpha1.ReplicationReport
+		g.Eventually(func() []v1alpha1.ServerRebuild {
+			rep = memberReport(g, aws, "repl", c.StatefulSetName())
+			return rep.Rebuilds
+		}, 2*time.Minute, 250*time.Millisecond).Should(ContainElement(HaveField("Pod", old)))
+		t.Logf("rebuilt: %+v", rep.Rebuilds[0])
+		g.Expect(rep.Rebuilds[0].Request).To(BeEmpty(), "rebuilt without a human")
+		g.Expect(rep.Rebuilds[0].Discarded).NotTo(BeEmpty())
+		g.Eventually(inSync, 3*time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
+		_, mr = replication(g, key, aws)
+		g.Expect(mr.ErrantReplicas).To(BeEmpty())
+		for _, p := range []string{"db-0", "db-1", "db-2"} {
+			g.Eventually(func() (int, error) { return countOrders(servers.Server(p)) }, time.Minute,
+				250*time.Millisecond).Should(Equal(want), "%s holds every committed row and not the unacknowledged one", p)
+		}
+		g.Expect(checksum(g, servers.Server(old))).To(Equal(checksum(g, servers.Server(mr.Primary))))
+
+		// A second fault right after: the new primary is killed, and the writes resume on another.
+		second := mr.Primary
+		servers.Server(second).Kill()
+		g.Eventually(func() string {
+			_, mr := replication(g, key, aws)
+			return mr.Primary
+		}, 2*time.Minute, 250*time.Millisecond).Should(And(Not(Equal(second)), Not(BeEmpty())))
+		_, mr = replication(g, key, aws)
+		_, err = servers.Server(mr.Primary).OpenRoot().Exec("INSERT INTO shop.orders VALUES (6)")
+		g.Expect(err).NotTo(HaveOccurred(), "writes resume after the second fault")
+		servers.Server(second).Restart()
+	})
+
 	g.Expect(hub.Delete(ctx, get(g, key))).To(Succeed())
 	eventuallyGone(g, key)
+}
+
+// memberReport is the member controller's report on a StatefulSet in a member, read from its ConfigMap.
+func memberReport(g Gomega, member, ns, sts string) *v1alpha1.ReplicationReport {
+	var cm corev1.ConfigMap
+	g.Expect(members[member].Get(context.Background(), client.ObjectKey{Namespace: ns,
+		Name: v1alpha1.ReplicationReportName(sts)}, &cm)).To(Succeed())
+	rep := &v1alpha1.ReplicationReport{}
+	g.Expect(json.Unmarshal([]byte(cm.Data[v1alpha1.ReplicationReportKey]), rep)).To(Succeed())
+	return rep
 }
 
 // replicationEvents are the notes of the Events with the given reason on the MySQLCluster.

@@ -191,11 +191,6 @@ type Record struct {
 	// completes the change (a standby's, when the controller that began it died in its middle) reports it
 	// (Plan.Completed). Nil in records written before it existed.
 	Change *Change `json:"change,omitempty"`
-	// LeaseTransitions is the leaderTransitions of the member controller's leader election Lease when it saved
-	// the record: which leader's term wrote it, for a human or the next leader to read. The engine ignores
-	// it and keeps nothing of it in Plan.Record; the member controller sets it on every save. Nil without
-	// leader election.
-	LeaseTransitions *int `json:"leaseTransitions,omitempty"`
 	// Unacknowledged is set once the primary has been seen where a commit could return without a semi-sync
 	// acknowledgement: semi-sync off, fallen back, not waiting AFTER_SYNC, able to fall back, with commits
 	// counted that returned without one, or switched off under durability Preferred. Its term then proves
@@ -207,6 +202,11 @@ type Record struct {
 	Deposed []Deposed `json:"deposed,omitempty"`
 	// Rebuilt are the ids of the requested rebuilds carried out (Desired.Rebuild), kept while requested.
 	Rebuilt []string `json:"rebuilt,omitempty"`
+	// LeaseTransitions is the leaderTransitions of the member controller's leader election Lease when it saved
+	// the record: which leader's term wrote it, for a human or the next leader to read. The engine ignores
+	// it and keeps nothing of it in Plan.Record; the member controller sets it on every save. Nil without
+	// leader election.
+	LeaseTransitions *int `json:"leaseTransitions,omitempty"`
 }
 
 // Deposed is a primary a failover replaced.
