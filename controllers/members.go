@@ -505,7 +505,8 @@ func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client,
 		t := st.Backups.LastSuccessful.Time
 		st.LastBackup = &t
 	}
-	repl, reason, rmsg, needsPerson := replicationVerdict(c.Spec.Replicas, c.StatefulSetName(), rep, st.Replication)
+	repl, reason, rmsg, needsPerson := replicationVerdict(c.Spec.Replicas, c.StatefulSetName(), c.Spec.ErrantServers, rep,
+		st.Replication)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionReplicating,
 		Status: repl, Reason: reason, Message: rmsg, ObservedGeneration: c.Generation})
 

@@ -74,6 +74,11 @@ func memberReplication(rep *v1alpha1.ReplicationReport, prev *v1alpha1.MemberRep
 		}
 	}
 	asyncWindow(mr, rep, prev, now)
+	// The status keeps as many as the report may hold; a report with more (a member controller of another
+	// version) must not make the status write fail.
+	for i := range min(len(rep.Rebuilds), v1alpha1.MaxRebuildsReported) {
+		mr.Rebuilds = append(mr.Rebuilds, *rep.Rebuilds[i].DeepCopy())
+	}
 	if t := rep.LastTransition; t != nil {
 		mr.LastTransition = &v1alpha1.ReplicationTransition{Kind: t.Kind, From: t.From, To: t.To, Reason: t.Reason,
 			ObservedTime: &now}
@@ -112,8 +117,10 @@ func sameTransition(a, b v1alpha1.ReplicationTransition) bool {
 // and every replica in sync; Unknown while nothing reports (no member controller runs in the member, or it
 // has not made its first pass: nothing is claimed that nobody saw); False otherwise, with the most specific
 // reason. needsPerson tells a state that does not mend by itself (errant replicas, a set the controller
-// cannot look at, a refused decision) from one on its way (bootstrap, a replica catching up).
-func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationReport,
+// cannot look at, a refused decision) from one on its way (bootstrap, a replica catching up). Errant replicas
+// count as needing a person even under RebuildWhenSafe: the hub cannot tell whether the member controller will
+// find a rebuild safe, and one that it does is done within a pass or two.
+func replicationVerdict(replicas int32, sts string, errant v1alpha1.ErrantServers, rep *v1alpha1.ReplicationReport,
 	mr *v1alpha1.MemberReplication) (status metav1.ConditionStatus, reason, msg string, needsPerson bool) {
 	if rep == nil {
 		return metav1.ConditionUnknown, v1alpha1.ReasonNoReport, fmt.Sprintf("no member controller has "+
@@ -129,7 +136,7 @@ func replicationVerdict(replicas int32, sts string, rep *v1alpha1.ReplicationRep
 			orText(rep.LastError, orText(rep.Decision.Reason, "the member controller could not look at the servers")), true
 	case len(mr.ErrantReplicas) > 0:
 		return metav1.ConditionFalse, v1alpha1.ReasonErrantReplicas, fmt.Sprintf("%s hold transactions the "+
-			"primary does not have: fenced until rebuilt", strings.Join(mr.ErrantReplicas, ", ")), true
+			"primary does not have: %s", strings.Join(mr.ErrantReplicas, ", "), errantFate(errant)), true
 	case mr.Primary == "":
 		return metav1.ConditionFalse, v1alpha1.ReasonNoPrimary, orText(rep.LastError, "no primary yet"),
 			rep.Decision.Kind == "Refused"
@@ -185,6 +192,15 @@ func serving(mr *v1alpha1.MemberReplication) int {
 		return int(mr.ReplicasInSync)
 	}
 	return 1 + int(mr.ReplicasInSync)
+}
+
+// errantFate says what becomes of errant servers under spec.errantServers.
+func errantFate(errant v1alpha1.ErrantServers) string {
+	if errant == v1alpha1.ErrantServersFence {
+		return "fenced until a human rebuilds them with mysqlfleet rebuild (errantServers Fence)"
+	}
+	return "fenced; the member controller rebuilds each one whose rebuild provably loses no acknowledged " +
+		"commit (errantServers RebuildWhenSafe), the others wait for mysqlfleet rebuild"
 }
 
 func orText(s, def string) string {
@@ -251,6 +267,7 @@ func (r *MySQLClusterReconciler) emitReplicationEvents(s *scope) {
 	for _, m := range s.cluster.Status.Members {
 		r.emitWritesBlocked(s, m)
 		r.emitAsyncWindow(s, m)
+		r.emitRebuilds(s, m)
 		t := newTransition(s.before, m)
 		if t == nil {
 			continue
@@ -320,5 +337,44 @@ func (r *MySQLClusterReconciler) emitAsyncWindow(s *scope, m v1alpha1.MemberStat
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DurabilityRestored", "Replication",
 			"member %s: semi-sync is on again on %s; commits returned unacknowledged since %s", m.Name,
 			m.Replication.Primary, was.UTC().Format(time.RFC3339))
+	}
+}
+
+// newRebuilds are the rebuilds in the member's report that its previous status row did not hold, oldest first.
+// A rebuild is told by its Pod and time: the same Pod rebuilt again is a new one.
+func newRebuilds(before *v1alpha1.MySQLClusterStatus, now v1alpha1.MemberStatus) []v1alpha1.ServerRebuild {
+	if now.Replication == nil {
+		return nil
+	}
+	var seen []v1alpha1.ServerRebuild
+	if prev := previousMember(before, now.Name).Replication; prev != nil {
+		seen = prev.Rebuilds
+	}
+	var out []v1alpha1.ServerRebuild
+	for _, rb := range slices.Backward(now.Replication.Rebuilds) {
+		if !slices.ContainsFunc(seen, func(p v1alpha1.ServerRebuild) bool { return p.Pod == rb.Pod && p.Time.Equal(&rb.Time) }) {
+			out = append(out, rb)
+		}
+	}
+	return out
+}
+
+// emitRebuilds records a Normal Event for each server the member controller rebuilt since the last status
+// write, with the transactions it discarded: the one place besides the status that names them.
+func (r *MySQLClusterReconciler) emitRebuilds(s *scope, m v1alpha1.MemberStatus) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, rb := range newRebuilds(s.before, m) {
+		discarded := "no transactions"
+		if rb.Discarded != "" {
+			discarded = "transactions " + rb.Discarded
+		}
+		why := rb.Reason
+		if rb.Request != "" {
+			why = orText(why, "requested") + " (request " + rb.Request + ")"
+		}
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "ServerRebuilt", "Rebuild",
+			"member %s: %s was emptied and is seeded again, discarding %s%s", m.Name, rb.Pod, discarded, suffix(why))
 	}
 }

@@ -57,7 +57,7 @@ func TestReplicationVerdict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			mr := memberReplication(tc.rep, nil, metav1.Now())
-			status, reason, msg, needsPerson := replicationVerdict(tc.replicas, "db", tc.rep, mr)
+			status, reason, msg, needsPerson := replicationVerdict(tc.replicas, "db", "", tc.rep, mr)
 			g.Expect(status).To(Equal(tc.status))
 			g.Expect(reason).To(Equal(tc.reason))
 			g.Expect(msg).NotTo(BeEmpty())
@@ -212,7 +212,7 @@ func TestAsyncWindowOnTheHub(t *testing.T) {
 	during := memberReplication(async(steady(), opened), before, read)
 	g.Expect(during.AsyncSince).To(Equal(ptr.To(metav1.NewTime(opened))))
 	g.Expect(during.LastAsyncWindow).To(BeNil())
-	_, reason, msg, _ := replicationVerdict(2, "db", async(steady(), opened), during)
+	_, reason, msg, _ := replicationVerdict(2, "db", "", async(steady(), opened), during)
 	g.Expect(reason).To(Equal(v1alpha1.ReasonDurabilityDegraded))
 	g.Expect(msg).To(ContainSubstring("commits return without a replica holding them since " +
 		opened.UTC().Format(time.RFC3339)))
@@ -223,7 +223,7 @@ func TestAsyncWindowOnTheHub(t *testing.T) {
 	g.Expect(after.AsyncSince).To(BeNil())
 	g.Expect(after.LastAsyncWindow).To(Equal(&v1alpha1.AsyncWindow{From: metav1.NewTime(opened), To: closed}))
 	g.Expect(memberReplication(steady(), after, metav1.Now()).LastAsyncWindow).To(Equal(after.LastAsyncWindow))
-	status, reason, _, _ := replicationVerdict(2, "db", steady(), after)
+	status, reason, _, _ := replicationVerdict(2, "db", "", steady(), after)
 	g.Expect([]string{string(status), reason}).To(Equal([]string{"True", v1alpha1.ReasonReplicating}))
 
 	rec := events.NewFakeRecorder(10)
@@ -283,4 +283,29 @@ func gaugeValue(c prometheus.Collector, ns, name, member string) float64 {
 		}
 	}
 	return -1
+}
+
+// The hub copies a report's rebuilds into the status row, no more than the status holds, and tells a rebuild as
+// new (for its Event) when the previous row did not hold it, by Pod and time: the same Pod rebuilt again is new.
+func TestRebuildsOnTheHub(t *testing.T) {
+	g := NewWithT(t)
+	at := func(pod string, h int) v1alpha1.ServerRebuild {
+		return v1alpha1.ServerRebuild{Pod: pod, Time: metav1.NewTime(time.Unix(int64(h)*3600, 0)), Reason: "r"}
+	}
+	rep := report("db-0", "Steady", inst("db-0", v1alpha1.ReplicationRolePrimary, false))
+	for h := 9; h > 0; h-- {
+		rep.Rebuilds = append(rep.Rebuilds, at("db-1", h))
+	}
+	mr := memberReplication(rep, nil, metav1.Now())
+	g.Expect(mr.Rebuilds).To(Equal(rep.Rebuilds[:v1alpha1.MaxRebuildsReported]), "the newest, as many as the status holds")
+
+	before := &v1alpha1.MySQLClusterStatus{Members: []v1alpha1.MemberStatus{{Name: "aws",
+		Replication: &v1alpha1.MemberReplication{Rebuilds: []v1alpha1.ServerRebuild{at("db-1", 2), at("db-2", 1)}}}}}
+	now := func(rbs ...v1alpha1.ServerRebuild) v1alpha1.MemberStatus {
+		return v1alpha1.MemberStatus{Name: "aws", Replication: &v1alpha1.MemberReplication{Rebuilds: rbs}}
+	}
+	g.Expect(newRebuilds(before, now(at("db-1", 2), at("db-2", 1)))).To(BeEmpty())
+	g.Expect(newRebuilds(before, now(at("db-2", 4), at("db-1", 3), at("db-1", 2), at("db-2", 1)))).
+		To(Equal([]v1alpha1.ServerRebuild{at("db-1", 3), at("db-2", 4)}), "oldest first")
+	g.Expect(newRebuilds(before, v1alpha1.MemberStatus{Name: "aws"})).To(BeEmpty())
 }

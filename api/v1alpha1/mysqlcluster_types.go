@@ -536,7 +536,8 @@ type MemberReplication struct {
 	// +optional
 	MaxLagSeconds *int64 `json:"maxLagSeconds,omitempty"`
 	// ErrantReplicas are the Pods holding transactions the primary does not have: fenced, out of every
-	// Service, left for a human to rebuild.
+	// Service, until the member controller rebuilds them (spec.errantServers RebuildWhenSafe, when provably
+	// safe) or a human does (`mysqlfleet rebuild`).
 	// +optional
 	// +listType=atomic
 	ErrantReplicas []string `json:"errantReplicas,omitempty"`
@@ -573,6 +574,12 @@ type MemberReplication struct {
 	// failover within it could have lost commits made then.
 	// +optional
 	LastAsyncWindow *AsyncWindow `json:"lastAsyncWindow,omitempty"`
+	// Rebuilds are the last servers the member controller emptied to seed them again, newest first, with the
+	// transactions each discarded (ReplicationReport.Rebuilds).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	Rebuilds []ServerRebuild `json:"rebuilds,omitempty"`
 }
 
 // AsyncWindow is a time during which a primary's commits returned without a replica holding them.

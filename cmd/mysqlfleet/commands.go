@@ -52,6 +52,7 @@ MySQLClusters, for get and plan, as in kubectl.`,
 		newPlanCommand(name, hub, streams),
 		newBackupsCommand(name, hub, streams),
 		newBackupCommand(name, hub, streams),
+		newRebuildCommand(name, hub, streams),
 	)
 	return root
 }
@@ -241,6 +242,36 @@ request. mysqlfleet backups shows the outcome.`,
 	}
 	cmd.Flags().StringVar(&o.Member, "member", "", "The member whose backup CronJob runs")
 	_ = cmd.MarkFlagRequired("member")
+	return cmd
+}
+
+func newRebuildCommand(name string, hub *cli.Hub, streams genericiooptions.IOStreams) *cobra.Command {
+	var o cli.RebuildOptions
+	cmd := &cobra.Command{
+		Use:   "rebuild NAME --member MEMBER --pod POD",
+		Short: "Rebuild one server of a MySQLCluster: empty its data and seed it again from the set",
+		Long: `Rebuild one server of a MySQLCluster: empty its data and seed it again from the set.
+
+This is how an errant server (one holding transactions the primary lacks, fenced out of every Service) comes
+back when the member controller did not rebuild it by itself (spec.errantServers Fence, or RebuildWhenSafe could
+not prove the rebuild safe). The rebuild discards everything the server holds that the primary lacks: those
+transactions are gone for good unless you saved them first (see docs/runbook.md).
+
+The request is recorded on the MySQLCluster (annotation mysqlfleet.io/rebuild, the time of the request as its
+id) and copied by the manager to the member; the member controller carries it out once and reports it, with the
+transactions discarded, in status.members[].replication.rebuilds. The primary is refused: move it first
+(spec.primaries).`,
+		Example: `  ` + name + ` rebuild orders -n shop --member aws-eu-west-1 --pod orders-2`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return cli.Rebuild(cmd.Context(), *hub, o, streams.Out)
+		},
+	}
+	cmd.Flags().StringVar(&o.Member, "member", "", "The member whose server to rebuild")
+	cmd.Flags().StringVar(&o.Pod, "pod", "", "The server's Pod, NAME-ORDINAL")
+	_ = cmd.MarkFlagRequired("member")
+	_ = cmd.MarkFlagRequired("pod")
 	return cmd
 }
 

@@ -58,6 +58,8 @@ func TestFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("want key=value")))
 	_, err = run("mysqlfleet", "plan")
 	g.Expect(err).To(HaveOccurred())
+	_, err = run("mysqlfleet", "rebuild", "orders", "--member", "aws-1")
+	g.Expect(err).To(MatchError(ContainSubstring(`required flag(s) "pod" not set`)))
 }
 
 // The wired commands against a real hub and member: the flags reach internal/cli as a user types them.

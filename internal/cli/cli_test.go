@@ -107,6 +107,7 @@ func TestCLI(t *testing.T) {
 		{"the member ServiceAccount may do what the manager does and nothing else", testClusterWideRBAC},
 		{"get and plan print what the manager reported", testGetAndPlan},
 		{"backups lists what the manager reported; backup asks for one now", testBackups},
+		{"rebuild asks for one server of one member, and refuses what it must not rebuild", testRebuild},
 		{"members probes each registration through the gate", testMembers},
 		{"the manager reconciles a joined member with the joined credentials", testManagerWithJoinedMember},
 		{"join --rotate-token revokes the old token", testRotateToken},
@@ -1095,4 +1096,106 @@ func testBackups(e *env, t *testing.T) {
 	g.Expect(cli.BackupNow(ctx, e.hubIn("shop"), cli.BackupNowOptions{Name: "ledger", Member: "nowhere"}, io.Discard)).
 		To(MatchError(ContainSubstring("not placed on member nowhere")))
 	g.Expect(e.hub.Delete(ctx, &got)).To(Succeed()) // later steps count the MySQLClusters on each member
+}
+
+func testRebuild(e *env, t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster("shop", "cart", awsMember, gcpMember)
+	c.Spec.Replicas = 3
+	// Another tool's annotation and another member's request stay as they are.
+	c.Annotations = map[string]string{"example.com/owner": "payments",
+		v1alpha1.RebuildAnnotation: gcpMember + "/cart-1=2026-11-01T00:00:00Z"}
+	primary := func(pod string) *v1alpha1.MemberReplication { return &v1alpha1.MemberReplication{Primary: pod} }
+	e.createWithStatus(t, c, v1alpha1.MySQLClusterStatus{Members: []v1alpha1.MemberStatus{
+		{Name: awsMember, Replicas: 3, Replication: primary("cart-0")},
+		{Name: gcpMember, Replicas: 3, Replication: primary("cart-2")},
+	}})
+	key := client.ObjectKeyFromObject(c)
+	requests := func() string {
+		var got v1alpha1.MySQLCluster
+		g.Expect(e.hub.Get(ctx, key, &got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKeyWithValue("example.com/owner", "payments"))
+		return got.Annotations[v1alpha1.RebuildAnnotation]
+	}
+	clock := func(s string) func() time.Time {
+		return func() time.Time { return time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC).Add(mustDuration(t, s)) }
+	}
+	rebuild := func(member, pod, at string) (string, error) {
+		var out bytes.Buffer
+		err := cli.Rebuild(ctx, e.hubIn("shop"), cli.RebuildOptions{Name: "cart", Member: member, Pod: pod,
+			Now: clock(at)}, &out)
+		return out.String(), err
+	}
+
+	out, err := rebuild(awsMember, "cart-2", "1.5s")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("rebuild:\n%s", out)
+	g.Expect(requests()).To(Equal(gcpMember + "/cart-1=2026-11-01T00:00:00Z," + awsMember + "/cart-2=2026-11-28T10:00:01.5Z"))
+	g.Expect(out).To(ContainSubstring("Asked for a rebuild of cart-2 in member " + awsMember + " of shop/cart " +
+		"(request 2026-11-28T10:00:01.5Z)"))
+	g.Expect(out).To(ContainSubstring("discarding every transaction it holds that the primary lacks"))
+	g.Expect(out).To(ContainSubstring(`kubectl get mysqlclusters.mysqlfleet.io cart -n shop -o jsonpath=` +
+		`'{.status.members[?(@.name=="` + awsMember + `")].replication.rebuilds}'`))
+
+	// A second request for the same server replaces the first; one for another server is added.
+	_, err = rebuild(awsMember, "cart-2", "2s")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = rebuild(gcpMember, "cart-0", "3s")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v1alpha1.RebuildRequests(requests())).To(ConsistOf(
+		v1alpha1.RebuildRequest{Member: gcpMember, Pod: "cart-1", ID: "2026-11-01T00:00:00Z"},
+		v1alpha1.RebuildRequest{Member: awsMember, Pod: "cart-2", ID: "2026-11-28T10:00:02Z"},
+		v1alpha1.RebuildRequest{Member: gcpMember, Pod: "cart-0", ID: "2026-11-28T10:00:03Z"}))
+
+	// Refused, and nothing written: a member it is not placed on, a Pod that is not one of its StatefulSet's,
+	// the member's primary (another member's primary is just a replica here).
+	before := requests()
+	for _, tc := range []struct{ member, pod, want string }{
+		{"nowhere", "cart-1", "not placed on member nowhere"},
+		{awsMember, "cart-3", "cart-3 is not a Pod of shop/cart: its Pods are cart-0 to cart-2"},
+		{awsMember, "cart-01", "not a Pod of shop/cart"},
+		{awsMember, "cart--1", "not a Pod of shop/cart"},
+		{awsMember, "ledger-1", "not a Pod of shop/cart"},
+		{awsMember, "cart", "not a Pod of shop/cart"},
+		{awsMember, "cart-0", "cart-0 is the primary of shop/cart in member " + awsMember},
+		{gcpMember, "cart-2", "cart-2 is the primary of shop/cart in member " + gcpMember},
+	} {
+		_, err := rebuild(tc.member, tc.pod, "4s")
+		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), "%s/%s", tc.member, tc.pod)
+	}
+	g.Expect(requests()).To(Equal(before))
+
+	// The patch carries the resourceVersion it read: a request made against a stale read conflicts, is read
+	// again, and loses neither its own entry nor the one written in between.
+	var got v1alpha1.MySQLCluster
+	g.Expect(e.hub.Get(ctx, key, &got)).To(Succeed())
+	raced := false
+	racing := func() time.Time {
+		if !raced {
+			raced = true
+			var other v1alpha1.MySQLCluster
+			g.Expect(e.hub.Get(ctx, key, &other)).To(Succeed())
+			other.Annotations[v1alpha1.RebuildAnnotation] += "," + awsMember + "/cart-1=2026-11-28T10:00:05Z"
+			g.Expect(e.hub.Update(ctx, &other)).To(Succeed())
+		}
+		return clock("6s")()
+	}
+	g.Expect(cli.Rebuild(ctx, e.hubIn("shop"), cli.RebuildOptions{Name: "cart", Member: gcpMember, Pod: "cart-1",
+		Now: racing}, io.Discard)).To(Succeed())
+	g.Expect(v1alpha1.RebuildRequests(requests())).To(ConsistOf(
+		v1alpha1.RebuildRequest{Member: gcpMember, Pod: "cart-1", ID: "2026-11-28T10:00:06Z"},
+		v1alpha1.RebuildRequest{Member: awsMember, Pod: "cart-2", ID: "2026-11-28T10:00:02Z"},
+		v1alpha1.RebuildRequest{Member: gcpMember, Pod: "cart-0", ID: "2026-11-28T10:00:03Z"},
+		v1alpha1.RebuildRequest{Member: awsMember, Pod: "cart-1", ID: "2026-11-28T10:00:05Z"}))
+	g.Expect(e.hub.Delete(ctx, &got)).To(Succeed()) // later steps count the MySQLClusters on each member
+}
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -679,6 +679,63 @@ func TestDurabilityAnnotatesOnlyPreferred(t *testing.T) {
 	g.Expect(sts.Spec.Template).To(Equal(base.Spec.Template), "the choice changes no Pod")
 }
 
+// spec.errantServers reaches the member controller as DurabilityAnnotation does: on the StatefulSet's own
+// metadata, and only when Fence, so that RebuildWhenSafe (the default, or unset) renders as before the field
+// existed and no choice rolls the Pods.
+func TestErrantServersAnnotatesOnlyFence(t *testing.T) {
+	g := NewWithT(t)
+	base := mustRender(t, cluster(), awsMember).StatefulSet
+	g.Expect(base.Annotations).NotTo(HaveKey(v1alpha1.ErrantServersAnnotation))
+	safe := cluster(func(c *v1alpha1.MySQLCluster) { c.Spec.ErrantServers = v1alpha1.ErrantServersRebuildWhenSafe })
+	g.Expect(mustRender(t, safe, awsMember).StatefulSet).To(Equal(base), "RebuildWhenSafe is the default")
+	c := cluster(func(c *v1alpha1.MySQLCluster) { c.Spec.ErrantServers = v1alpha1.ErrantServersFence })
+	sts := mustRender(t, c, awsMember).StatefulSet
+	g.Expect(sts.Annotations).To(HaveKeyWithValue(v1alpha1.ErrantServersAnnotation, "Fence"))
+	g.Expect(sts.Spec.Template).To(Equal(base.Spec.Template), "the choice changes no Pod")
+}
+
+// The hub object's rebuild requests reach each member's StatefulSet, that member's entries only and in the same
+// format, on the StatefulSet's own metadata: a request changes no Pod, and a member with no request (or only
+// unreadable ones) renders as if there were none.
+func TestRebuildRequestsAnnotateOnlyThatMembersStatefulSet(t *testing.T) {
+	withRequests := func(v string) option {
+		return func(c *v1alpha1.MySQLCluster) { c.Annotations = map[string]string{v1alpha1.RebuildAnnotation: v} }
+	}
+	aws, gcp := awsMember.Name, gcpMember.Name
+	tests := []struct {
+		name     string
+		value    string
+		member   placement.Member
+		want     string
+		wantNone bool
+	}{
+		{"one request for the member", aws + "/orders-1=2026-11-28T10:00:00Z", awsMember,
+			aws + "/orders-1=2026-11-28T10:00:00Z", false},
+		{"the member's entries among others', in order",
+			gcp + "/orders-0=a," + aws + "/orders-2=b, " + aws + "/orders-1=c," + gcp + "/orders-2=d", awsMember,
+			aws + "/orders-2=b," + aws + "/orders-1=c", false},
+		{"only another member's", gcp + "/orders-0=a", awsMember, "", true},
+		{"unreadable entries are left out", aws + "/=a," + aws + "/orders-1," + aws + "=b,garbage", awsMember, "", true},
+		{"empty", "", awsMember, "", true},
+	}
+	base := mustRender(t, cluster(), awsMember).StatefulSet
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sts := mustRender(t, cluster(withRequests(tt.value)), tt.member).StatefulSet
+			if tt.wantNone {
+				g.Expect(sts).To(Equal(mustRender(t, cluster(), tt.member).StatefulSet), "as without a request")
+				return
+			}
+			g.Expect(sts.Annotations).To(HaveKeyWithValue(v1alpha1.RebuildAnnotation, tt.want))
+			g.Expect(v1alpha1.RebuildRequests(sts.Annotations[v1alpha1.RebuildAnnotation])).
+				To(HaveEach(HaveField("Member", aws)))
+			g.Expect(sts.Spec.Template).To(Equal(base.Spec.Template), "a request changes no Pod")
+			g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(v1alpha1.RebuildAnnotation))
+		})
+	}
+}
+
 // The StatefulSet always announces spec.replicas to the member controller, on its own metadata; a held count
 // (the hub waiting for the member controller to prepare a scale-down) keeps more Pods, never fewer, and changes
 // neither the announcement nor the Pods.

@@ -188,6 +188,15 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 	if c.Spec.Durability == v1alpha1.DurabilityPreferred {
 		sts.WithAnnotations(map[string]string{v1alpha1.DurabilityAnnotation: string(v1alpha1.DurabilityPreferred)})
 	}
+	// spec.errantServers too, and only when Fence: RebuildWhenSafe, the default, adds nothing.
+	if c.Spec.ErrantServers == v1alpha1.ErrantServersFence {
+		sts.WithAnnotations(map[string]string{v1alpha1.ErrantServersAnnotation: string(v1alpha1.ErrantServersFence)})
+	}
+	// Rebuild requests for this member's Pods, and only those: another member's request is no business of this
+	// one, and a request for another member must not change (and so write) this StatefulSet.
+	if v := memberRebuildRequests(c, m.Name); v != "" {
+		sts.WithAnnotations(map[string]string{v1alpha1.RebuildAnnotation: v})
+	}
 	return sts.
 		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(max(replicas(c), held)).
@@ -200,6 +209,18 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 			WithTemplate(template).
 			WithVolumeClaimTemplates(dataVolumeClaimTemplate(c, m)).
 			WithPersistentVolumeClaimRetentionPolicy(retentionPolicy()))
+}
+
+// memberRebuildRequests is the value of the MySQLCluster's RebuildAnnotation reduced to the member's entries, in
+// their order there; "" when it has none.
+func memberRebuildRequests(c *v1alpha1.MySQLCluster, member string) string {
+	var mine []v1alpha1.RebuildRequest
+	for _, r := range v1alpha1.RebuildRequests(c.Annotations[v1alpha1.RebuildAnnotation]) {
+		if r.Member == member {
+			mine = append(mine, r)
+		}
+	}
+	return v1alpha1.FormatRebuildRequests(mine)
 }
 
 // dataVolumeClaimTemplate carries every label that names the hub object, its UID included: the claims are born

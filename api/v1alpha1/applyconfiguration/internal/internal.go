@@ -153,6 +153,8 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ErrantServers
+  scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberBackups
   map:
     fields:
@@ -204,6 +206,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: primary
       type:
         scalar: string
+    - name: rebuilds
+      type:
+        list:
+          elementType:
+            namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ServerRebuild
+          elementRelationship: atomic
     - name: replicasInSync
       type:
         scalar: numeric
@@ -349,6 +357,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Engine
       default: MySQL
+    - name: errantServers
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ErrantServers
+      default: RebuildWhenSafe
     - name: image
       type:
         scalar: string
@@ -543,6 +555,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ServerRebuild
+  map:
+    fields:
+    - name: discarded
+      type:
+        scalar: string
+    - name: pod
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: request
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Storage
   map:
     fields:

@@ -40,7 +40,8 @@ type MemberReplicationApplyConfiguration struct {
 	// MaxLagSeconds is the highest replication lag among the replicas whose lag is known.
 	MaxLagSeconds *int64 `json:"maxLagSeconds,omitempty"`
 	// ErrantReplicas are the Pods holding transactions the primary does not have: fenced, out of every
-	// Service, left for a human to rebuild.
+	// Service, until the member controller rebuilds them (spec.errantServers RebuildWhenSafe, when provably
+	// safe) or a human does (`mysqlfleet rebuild`).
 	ErrantReplicas []string `json:"errantReplicas,omitempty"`
 	// Unreachable are the Pods whose server the member controller could not read.
 	Unreachable []string `json:"unreachable,omitempty"`
@@ -65,6 +66,9 @@ type MemberReplicationApplyConfiguration struct {
 	// LastAsyncWindow is the last window during which commits returned unacknowledged, once it has closed: a
 	// failover within it could have lost commits made then.
 	LastAsyncWindow *AsyncWindowApplyConfiguration `json:"lastAsyncWindow,omitempty"`
+	// Rebuilds are the last servers the member controller emptied to seed them again, newest first, with the
+	// transactions each discarded (ReplicationReport.Rebuilds).
+	Rebuilds []ServerRebuildApplyConfiguration `json:"rebuilds,omitempty"`
 }
 
 // MemberReplicationApplyConfiguration constructs a declarative configuration of the MemberReplication type for use with
@@ -186,5 +190,18 @@ func (b *MemberReplicationApplyConfiguration) WithAsyncSince(value v1.Time) *Mem
 // If called multiple times, the LastAsyncWindow field is set to the value of the last call.
 func (b *MemberReplicationApplyConfiguration) WithLastAsyncWindow(value *AsyncWindowApplyConfiguration) *MemberReplicationApplyConfiguration {
 	b.LastAsyncWindow = value
+	return b
+}
+
+// WithRebuilds adds the given value to the Rebuilds field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Rebuilds field.
+func (b *MemberReplicationApplyConfiguration) WithRebuilds(values ...*ServerRebuildApplyConfiguration) *MemberReplicationApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRebuilds")
+		}
+		b.Rebuilds = append(b.Rebuilds, *values[i])
+	}
 	return b
 }

@@ -47,6 +47,11 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// down): Required (the default) makes them wait; Preferred lets them go on unacknowledged, at the risk of
 	// losing them in a failover during that window. It can change at any time.
 	Durability *apiv1alpha1.Durability `json:"durability,omitempty"`
+	// ErrantServers says what happens to a server that holds transactions the primary lacks (typically a primary
+	// replaced by a failover that comes back with commits no replica acknowledged): RebuildWhenSafe (the
+	// default) rebuilds it without a human when that provably loses no acknowledged commit, and fences it
+	// otherwise; Fence always leaves it fenced for `mysqlfleet rebuild`. It can change at any time.
+	ErrantServers *apiv1alpha1.ErrantServers `json:"errantServers,omitempty"`
 	// Resources of the mysqld container.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// Config holds mysqld options for my.cnf's [mysqld] section, option name to value. Options that mysqlfleet
@@ -135,6 +140,14 @@ func (b *MySQLClusterSpecApplyConfiguration) WithPrimaries(entries map[string]in
 // If called multiple times, the Durability field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithDurability(value apiv1alpha1.Durability) *MySQLClusterSpecApplyConfiguration {
 	b.Durability = &value
+	return b
+}
+
+// WithErrantServers sets the ErrantServers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ErrantServers field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithErrantServers(value apiv1alpha1.ErrantServers) *MySQLClusterSpecApplyConfiguration {
+	b.ErrantServers = &value
 	return b
 }
 
