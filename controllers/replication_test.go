@@ -385,6 +385,9 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Eventually(inSync, 3*time.Minute, 250*time.Millisecond).Should(Equal(int32(2)))
 		_, mr = replication(g, key, aws)
 		g.Expect(mr.ErrantReplicas).To(BeEmpty())
+		g.Expect(mr.Rebuilds).To(ContainElement(HaveField("Pod", old)), "the hub shows the rebuild")
+		g.Eventually(func() []string { return replicationEvents(g, c, "ServerRebuilt") }, 30*time.Second,
+			250*time.Millisecond).Should(ContainElement(ContainSubstring(old)))
 		for _, p := range []string{"db-0", "db-1", "db-2"} {
 			g.Eventually(func() (int, error) { return countOrders(servers.Server(p)) }, time.Minute,
 				250*time.Millisecond).Should(Equal(want), "%s holds every committed row and not the unacknowledged one", p)
