@@ -385,8 +385,12 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 	}
 	defer end()
 	res, err := r.pass(ctx, c, only)
-	if err != nil || res.RequeueAfter > 0 {
+	// A requeue within retryAfter is a retry (a member failed, a conflict, a wait); a later one is a timer's
+	// (lookAgain: a backup growing stale), after which the members need no look.
+	if err != nil || (res.RequeueAfter > 0 && res.RequeueAfter <= retryAfter) {
 		r.pace.retry(req.NamespacedName, only)
+	} else {
+		r.pace.done(req.NamespacedName, only)
 	}
 	return res, err
 }

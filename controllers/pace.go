@@ -33,10 +33,9 @@ type pace struct {
 	// at every member.
 	scope map[types.NamespacedName]map[string]bool
 	whole map[types.NamespacedName]bool
-	// retrying holds the members whose pass asked to be retried (nil: every member). The retry comes back as a
-	// pass nothing recorded, after a delay, often behind a pass a member change asked for that looked at the
-	// same member already: it looks at the retrying members only, never at every member, so that a member that
-	// came back does not pass the others. Passes recorded meanwhile look at them too, and leave them for it.
+	// retrying holds the members a pass that asked to be retried looked at (nil: every member), until a pass
+	// that looked at them too ends without asking again. Every pass until then looks at them as well; the
+	// retry's own requeue, a pass nothing else recorded, looks at those still pending only.
 	retrying map[types.NamespacedName]map[string]bool
 	// queue adds a released pass back to the queue, at low priority.
 	queue func(types.NamespacedName)
@@ -124,7 +123,7 @@ func (p *pace) ask(key types.NamespacedName, members map[string]bool) {
 }
 
 // retry records that the pass of key that just ended, which looked at the members of only (nil: every member),
-// asked to be retried: the passes until the retry look at those members too.
+// asked to be retried: the passes until one of them has looked there again without asking look at them too.
 func (p *pace) retry(key types.NamespacedName, only map[string]bool) {
 	if p == nil {
 		return
@@ -143,6 +142,32 @@ func (p *pace) retry(key types.NamespacedName, only map[string]bool) {
 		prev[m] = true
 	}
 	p.retrying[key] = prev
+}
+
+// done records that the pass of key that just ended, which looked at the members of only (nil: every member),
+// did not ask to be retried: the retries it covered are done.
+func (p *pace) done(key types.NamespacedName, only map[string]bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pending, ok := p.retrying[key]
+	switch {
+	case !ok:
+		return
+	case only == nil:
+		delete(p.retrying, key)
+		return
+	case pending == nil:
+		return // every member is still to be looked at again
+	}
+	for m := range only {
+		delete(pending, m)
+	}
+	if len(pending) == 0 {
+		delete(p.retrying, key)
+	}
 }
 
 // look adds members to those key's next pass looks at. Called with p.mu held.
@@ -210,23 +235,21 @@ func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, only map
 	return true, p.take(key), func() {}
 }
 
-// take hands over the members key's pass looks at, nil for every member, and forgets what asked for them. A
-// pass nothing recorded is the retry an earlier pass asked for (it takes the retrying members) or a timer's
-// (every member). A recorded pass looks at the retrying members too but leaves them to the retry, which
-// follows it in any case. Called with p.mu held.
+// take hands over the members key's pass looks at, nil for every member, and forgets what asked for them,
+// except the pending retries (done forgets those). A pass nothing recorded is the requeue of a retry, a timer's
+// (a backup growing stale) or a retry another pass did already: it looks at the retries still pending, and
+// otherwise at no member, which still passes those whose rows do not report this generation applied
+// (reconcileMembers). Called with p.mu held.
 func (p *pace) take(key types.NamespacedName) map[string]bool {
 	only, whole := p.scope[key], p.whole[key]
 	retrying, retry := p.retrying[key]
 	delete(p.scope, key)
 	delete(p.whole, key)
 	switch {
-	case whole:
+	case whole, retry && retrying == nil:
 		return nil
 	case only == nil:
-		delete(p.retrying, key)
-		return retrying // nil, every member, when no retry is pending either
-	case retry && retrying == nil:
-		return nil
+		only = map[string]bool{}
 	}
 	for m := range retrying {
 		only[m] = true
