@@ -14,6 +14,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -384,6 +386,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 		return ctrl.Result{}, nil
 	}
 	defer end()
+	if only != nil && len(only) == 0 {
+		only = unsettled(c)
+	}
 	res, err := r.pass(ctx, c, only)
 	// A requeue within retryAfter is a retry (a member failed, a conflict, a wait); a later one is a timer's
 	// (lookAgain: a backup growing stale), after which the members need no look.
@@ -393,6 +398,22 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.
 		r.pace.done(req.NamespacedName, only)
 	}
 	return res, err
+}
+
+// unsettled are the members whose rows do not report this generation applied with every Pod ready: a pass that
+// nothing asked for (pace.take) looks at them, so that a member still converging is looked at again, and a member
+// that has converged is not passed for nothing.
+func unsettled(c *v1alpha1.MySQLCluster) map[string]bool {
+	out := map[string]bool{}
+	for _, row := range c.Status.Members {
+		for _, t := range []string{v1alpha1.MemberConditionApplied, v1alpha1.MemberConditionPodsReady} {
+			if cond := meta.FindStatusCondition(row.Conditions, t); cond == nil ||
+				cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != c.Generation {
+				out[row.Name] = true
+			}
+		}
+	}
+	return out
 }
 
 // pass is one pass over a MySQLCluster, in the members of only if it is not nil (pace.go: only member changes

@@ -238,8 +238,8 @@ func (p *pace) begin(key types.NamespacedName, settled bool) (run bool, only map
 // take hands over the members key's pass looks at, nil for every member, and forgets what asked for them,
 // except the pending retries (done forgets those). A pass nothing recorded is the requeue of a retry, a timer's
 // (a backup growing stale) or a retry another pass did already: it looks at the retries still pending, and
-// otherwise at no member, which still passes those whose rows do not report this generation applied
-// (reconcileMembers). Called with p.mu held.
+// otherwise at no member (an empty set), which the reconciler turns into the members that have not settled
+// (unsettled). Called with p.mu held.
 func (p *pace) take(key types.NamespacedName) map[string]bool {
 	only, whole := p.scope[key], p.whole[key]
 	retrying, retry := p.retrying[key]
