@@ -2,113 +2,134 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 )
 
-// Sharded, the rows of status.members are written by several replicas at once, each its own members' rows, and
-// the rest of the status by the leader. Each replica writes all its rows that changed in one JSON patch of the
-// status subresource, every operation guarded by a test:
+// Sharded, each MySQLCluster's status is written by several replicas: every owner writes the rows of
+// status.members of the members it works in, and the leader the rows' removal and a summary when the spec, the
+// placement or the registry changed. Whatever a write carries, the status it leaves is consistent in itself:
 //
-//   - a row already there is replaced whole, after a test that the entry at its index still names its member, so
-//     a row never keeps a field its writer no longer sets (a lastError once the member converged, a plan once the
-//     MySQLCluster is unpaused), whoever wrote the row before;
-//   - a new row is appended; the API server refuses a second row of one member (status.members is a map list
-//     keyed by name), so two writers cannot both add it;
-//   - the leader's first status write holds an empty list of rows, before any replica may write one (they wait
-//     for the finalizers it puts on afterwards), so that the rows are only ever replaced or appended; it is
-//     written against the resourceVersion the leader read, so that it never empties a list appended to
-//     meanwhile (a MySQLCluster whose finalizers were on already); without the list (a MySQLCluster whose leader
-//     stopped between the two), the whole status is written once, after a test of the resourceVersion.
+//   - every write that changes rows also writes the summary (phase, counts, conditions, observedGeneration),
+//     computed from the very rows that the status holds after the write: the rows as read, with the writer's rows
+//     in their places and the rows of members no longer placed removed (summarizeRows, the same function for an
+//     owner and for the leader);
+//   - every write is a merge patch against the resourceVersion it was computed from (optimistic locking): a
+//     write that would land beside rows, a spec or finalizers it did not see is refused with a conflict, and the
+//     owner computes it again from the MySQLCluster as the API server has it now (the leader passes again).
 //
-// A patch whose test fails changed nothing; it is computed again from the MySQLCluster as the API server has it
-// now. Patches of different replicas touch different rows and never conflict otherwise: one write per replica
-// and pass, however many members it works in. Server-side apply was the other candidate: it would have to write
-// each row under a field manager of its own (a replica's manager would keep a dead replica's fields in the rows it
-// took over), so one write per row, which at 30 members is 30 writes where this is at most one per replica.
+// So no reader ever sees a summary computed from older rows beside newer ones, whichever instant it reads:
+// `kubectl wait`, a GitOps health check and `mysqlfleet get` read an object whose counts, conditions and phase
+// are those of its rows, and whose observedGeneration N means that every row it carries is about N.
+//
+// Two other designs were weighed (issue 51). The leader alone summarising a moment after the owners' rows (as
+// before) left the object contradicting itself for that moment, 2 s or more: rows Ready beside "0/3 members
+// ready", under an observedGeneration that said the spec had been seen. A marker of the rows a summary was
+// computed from (a summary generation or rows revision) would make the contradiction detectable, not absent:
+// every reader would have to know to compare it, and printer columns, `kubectl wait --for=condition=Ready` and
+// kstatus do not. The price of the design taken is that owners writing at the same moment conflict: one wins,
+// each other reads again and writes once more (a GET and a refused PATCH each), where per-row JSON patches never
+// conflicted. A converged fleet still writes nothing, and the leader's summary after the owners' rows, which
+// was a second write of the whole object, now finds nothing to change.
 
-// jsonPatchOp is one operation of a JSON patch (RFC 6902).
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
+// statusAttempts bounds how often an owner computes and writes its rows and summary again after a conflict
+// within one pass; then the pass fails and is retried with the controller's backoff. Each attempt reads the
+// MySQLCluster afresh, and of the writers that race one always wins, so three replicas settle within three.
+const statusAttempts = 5
+
+// mergeRows is the list of rows as read with each of own in its place (a row of a member not listed is
+// appended), the order of the others kept.
+func mergeRows(read, own []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
+	rows := make([]v1alpha1.MemberStatus, 0, len(read)+len(own))
+	for _, row := range read {
+		rows = append(rows, *row.DeepCopy())
+	}
+	for _, row := range own {
+		if i := slices.IndexFunc(rows, func(m v1alpha1.MemberStatus) bool { return m.Name == row.Name }); i >= 0 {
+			rows[i] = *row.DeepCopy()
+		} else {
+			rows = append(rows, *row.DeepCopy())
+		}
+	}
+	return rows
 }
 
-// rowPatch is the JSON patch that writes rows into the status of c as read, and removes the rows of the members
-// in drop. Its first test is of the UID: a MySQLCluster recreated under the same name is not written.
-func rowPatch(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus, drop []string) []jsonPatchOp {
-	st := &c.Status
-	uid := jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: string(c.UID)}
-	if st.Members == nil && len(rows) > 0 {
-		whole := st.DeepCopy()
-		whole.Members = rows
-		return []jsonPatchOp{uid, {Op: "test", Path: "/metadata/resourceVersion", Value: c.ResourceVersion},
-			{Op: "add", Path: "/status", Value: whole}}
-	}
-	ops := []jsonPatchOp{uid}
+// rowsDiffer tells whether any of rows differs from the row of its member in st (or st has none).
+func rowsDiffer(st *v1alpha1.MySQLClusterStatus, rows []v1alpha1.MemberStatus) bool {
 	for _, row := range rows {
-		i := slices.IndexFunc(st.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == row.Name })
-		if i < 0 {
-			ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/members/-", Value: row})
-			continue
-		}
-		path := fmt.Sprintf("/status/members/%d", i)
-		ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: row.Name}, jsonPatchOp{Op: "replace", Path: path, Value: row})
-	}
-	// Removals last, from the highest index down, so that no removal moves an index another operation names.
-	for i := len(st.Members) - 1; i >= 0; i-- {
-		if slices.Contains(drop, st.Members[i].Name) {
-			path := fmt.Sprintf("/status/members/%d", i)
-			ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: st.Members[i].Name}, jsonPatchOp{Op: "remove", Path: path})
+		if was := findRow(st, row.Name); was == nil || !equality.Semantic.DeepEqual(*was, row) {
+			return true
 		}
 	}
-	return ops
+	return false
 }
 
-// writeRows writes the rows that differ from the status as read (before) and removes the rows of the members in
-// drop; nothing when nothing changed. c is the MySQLCluster as the pass read it.
-func (r *MySQLClusterReconciler) writeRows(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus,
-	rows []v1alpha1.MemberStatus, drop []string) error {
+// writeShare writes an owner's rows, those that differ from the status as read (before), together with the
+// summary of every row the status then carries; nothing when none of its rows changed (a summary to mend
+// otherwise is the leader's). c is the MySQLCluster as the pass read it. On a conflict it reads the MySQLCluster
+// from the API server and computes the write again, with the same rows: only those the pass changed, since a row
+// it kept as read (a member it did not look at) may be older than the one written meanwhile. It returns the
+// scope of the write that was made, whose before is the status it replaced (for the Events of the transitions
+// it made), or nil.
+func (r *MySQLClusterReconciler) writeShare(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus,
+	rows []v1alpha1.MemberStatus) (*scope, error) {
 	var changed []v1alpha1.MemberStatus
 	for _, row := range rows {
-		if was := findRow(before, row.Name); was == nil || !equality.Semantic.DeepEqual(*was, row) {
+		if rowsDiffer(before, []v1alpha1.MemberStatus{row}) {
 			changed = append(changed, row)
 		}
 	}
-	drop = slices.DeleteFunc(slices.Clone(drop), func(m string) bool { return findRow(before, m) == nil })
-	if len(changed)+len(drop) == 0 || len(changed) == 0 && len(before.Members) == 0 {
-		return nil
-	}
 	obj := c.DeepCopy()
 	obj.Status = *before.DeepCopy()
-	for attempt := 0; ; attempt++ {
-		patch, err := json.Marshal(rowPatch(obj, changed, drop))
+	for attempt := 1; ; attempt++ {
+		if !rowsDiffer(&obj.Status, changed) {
+			return nil, nil
+		}
+		s, err := r.summarizeRows(ctx, obj.DeepCopy(), changed)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		err = r.Hub.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+		err = patchStatus(ctx, r.Hub, s)
 		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
-		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) || attempt == 2:
-			return fmt.Errorf("failed to write the status rows of %s/%s: %w", c.Namespace, c.Name, err)
+		case err == nil:
+			return s, nil
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case !apierrors.IsConflict(err) || attempt == statusAttempts:
+			return nil, fmt.Errorf("failed to write the status rows of %s/%s: %w", c.Namespace, c.Name, err)
 		}
-		// A test failed or a row was added meanwhile: read the status as it is now and write against that.
+		// Written meanwhile (another owner's rows, the leader's summary, the spec): read it as it is now.
 		if err := r.reader().Get(ctx, client.ObjectKeyFromObject(c), obj); err != nil {
-			return client.IgnoreNotFound(err)
+			return nil, client.IgnoreNotFound(err)
 		}
 		if obj.UID != c.UID {
-			return nil // another MySQLCluster of the same name
+			return nil, nil // another MySQLCluster of the same name
 		}
 	}
+}
+
+// patchStatus writes s.cluster's status, if it differs from s.before, as a merge patch against the
+// resourceVersion that s.cluster was read at: it is refused with a conflict if the MySQLCluster changed since,
+// so the status written is the one computed from what it replaces. Every sharded status write goes through it.
+func patchStatus(ctx context.Context, w client.Client, s *scope) error {
+	c := s.cluster
+	if equality.Semantic.DeepEqual(*s.before, c.Status) {
+		return nil
+	}
+	base, want := c.DeepCopy(), c.DeepCopy()
+	base.Status = *s.before.DeepCopy()
+	// A copy is written: the pass may read s.cluster meanwhile (the leader makes the credentials concurrently).
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := w.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return nil
 }
 
 // reader reads MySQLClusters from the hub's API server, for a write that must not be computed against a cache
@@ -128,57 +149,9 @@ func (r *MySQLClusterReconciler) summaryWriter() client.Client {
 	return r.Hub
 }
 
-// summaryDiffers tells whether c's status differs from before in a field other than the rows: whether there is
-// a summary to write.
+// summaryDiffers tells whether c's status differs from before in a field other than the rows.
 func summaryDiffers(c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) bool {
 	now, was := c.Status.DeepCopy(), before.DeepCopy()
 	now.Members, was.Members = nil, nil
 	return !equality.Semantic.DeepEqual(now, was)
-}
-
-// writeSummary writes the status fields other than the rows (the leader's part), with a merge patch of what
-// changed since before: the rows are not in it, so it never touches another replica's writes.
-func (r *MySQLClusterReconciler) writeSummary(ctx context.Context, c *v1alpha1.MySQLCluster, before *v1alpha1.MySQLClusterStatus) error {
-	if !summaryDiffers(c, before) {
-		return nil
-	}
-	base, want := c.DeepCopy(), c.DeepCopy()
-	base.Status = *before.DeepCopy()
-	base.Status.Members, want.Status.Members = nil, nil
-	// The UID in the patch makes it fail on a MySQLCluster recreated under the same name (a UID cannot change).
-	base.UID = ""
-	patch := client.MergeFrom(base)
-	if equality.Semantic.DeepEqual(*before, v1alpha1.MySQLClusterStatus{}) {
-		// The first status write of all: it brings the empty list of rows the replicas append theirs to.
-		data, err := patch.Data(want)
-		if err != nil {
-			return err
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return err
-		}
-		st, _ := doc["status"].(map[string]any)
-		if st == nil {
-			st = map[string]any{}
-			doc["status"] = st
-		}
-		st["members"] = []any{}
-		// Against the version read: if an owner appended its rows since (the finalizers were on already), a list
-		// written over them would lose them. A conflict is retried with the rows.
-		meta, _ := doc["metadata"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-			doc["metadata"] = meta
-		}
-		meta["resourceVersion"] = c.ResourceVersion
-		if data, err = json.Marshal(doc); err != nil {
-			return err
-		}
-		patch = client.RawPatch(types.MergePatchType, data)
-	}
-	if err := r.summaryWriter().Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("failed to write the status of %s/%s: %w", c.Namespace, c.Name, err))
-	}
-	return nil
 }

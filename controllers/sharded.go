@@ -24,10 +24,12 @@ import (
 // MySQLCluster's status:
 //
 //   - every replica reconciles every MySQLCluster, but only in the members whose claims it holds, and writes
-//     those members' rows of status.members (rows.go: one JSON patch per pass, each row replaced whole);
-//   - the elected leader (the Lease of --leader-election-id) alone writes the rest of the status, computed from
-//     the rows (summary.go), and removes the rows of members no longer placed; it also puts the finalizers on
-//     and ends deletions.
+//     those members' rows of status.members together with the summary of all the rows the status then holds
+//     (rows.go: one write per pass, against the version it was computed from, so that no status ever carries
+//     a summary of other rows than its own);
+//   - the elected leader (the Lease of --leader-election-id) summarises what changes no row (spec, placement,
+//     registry, deletion) and removes the rows of members no longer placed, the same way (summary.go); it also
+//     puts the finalizers on and ends deletions.
 //
 // A member's objects are written only once the MySQLCluster carries the member's finalizer
 // (memberFinalizerPrefix + member), which the leader puts on when it first places the MySQLCluster there and
@@ -120,8 +122,14 @@ func (r *MySQLClusterReconciler) reconcileShare(ctx context.Context, c *v1alpha1
 	// A member handed over during the pass is the next owner's to report: what this pass saw there is about
 	// work it stopped (its requests were ended when the member was let go).
 	s.members = slices.DeleteFunc(s.members, func(m v1alpha1.MemberStatus) bool { return r.Fleet.Leaving(m.Name) })
-	if err := r.writeRows(ctx, c, s.before, s.members, nil); err != nil {
+	written, err := r.writeShare(ctx, c, s.before, s.members)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if written != nil {
+		// The summary this write changed is announced by its writer, once: the leader, passing next, finds it
+		// written already.
+		r.emitTransitions(written)
 	}
 	r.emitRowEvents(s)
 	reportRows(c, s.members)

@@ -21,7 +21,7 @@ import (
 func (s *scope) computeStatus() {
 	c := s.cluster
 	st := &c.Status
-	sum := summarize(s.members)
+	sum := summarize(s.members, c.Generation)
 	st.Members = s.members
 	st.ReadyMembers = fmt.Sprintf("%d/%d", sum.ready, len(s.members))
 	st.ReadyReplicas = fmt.Sprintf("%d/%d", sum.readyReplicas, sum.replicas)
@@ -45,7 +45,8 @@ func (s *scope) computeStatus() {
 	}
 	s.lookAgain = s.setBackupCondition(time.Now())
 	st.Phase = phaseOf(c.Spec.Paused, len(s.members), sum, degraded.ok)
-	if generationSettled(s.members) {
+	// A row about an earlier generation is the member's last word, not its verdict on this one.
+	if generationSettled(s.members) && rowsCurrent(s.members, c.Generation) {
 		st.ObservedGeneration = c.Generation
 	}
 }
@@ -67,9 +68,11 @@ type summary struct {
 	lastBackup                       *metav1.Time
 }
 
-// summarize counts the members by phase. Members with conflicts are named with them, not among the failing. The
+// summarize counts the members by phase, for generation: a member whose row says Ready about an earlier
+// generation (its owner has not written since the spec changed) is progressing, not ready, since the conditions
+// summarised carry this generation. Members with conflicts are named with them, not among the failing. The
 // last backup is the oldest of the members' last backups, and none until every member has one.
-func summarize(members []v1alpha1.MemberStatus) summary {
+func summarize(members []v1alpha1.MemberStatus, generation int64) summary {
 	var sum summary
 	classes := map[string]bool{}
 	allBackedUp := len(members) > 0
@@ -84,7 +87,7 @@ func summarize(members []v1alpha1.MemberStatus) summary {
 		case len(m.Conflicts) > 0:
 			sum.conflicted = append(sum.conflicted, fmt.Sprintf("conflicts in %s: %s", m.Name, m.LastError))
 			sum.conflicts = append(sum.conflicts, m.Conflicts...)
-		case m.Phase == v1alpha1.PhaseReady:
+		case m.Phase == v1alpha1.PhaseReady && !earlierRow(m, generation):
 			sum.ready++
 		case m.Phase == v1alpha1.PhaseUnreachable:
 			sum.unreachable = append(sum.unreachable, m.Name)
@@ -110,6 +113,12 @@ func summarize(members []v1alpha1.MemberStatus) summary {
 	}
 	sort.Strings(sum.classes)
 	return sum
+}
+
+// earlierRow tells a row whose Applied condition is about another generation than this one.
+func earlierRow(m v1alpha1.MemberStatus, generation int64) bool {
+	applied := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionApplied)
+	return applied != nil && applied.ObservedGeneration != generation
 }
 
 // placedVerdict: True when the placement resolved to registered members and names no unknown one.

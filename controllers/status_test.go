@@ -35,7 +35,7 @@ func TestSummarize(t *testing.T) {
 			m.Conflicts, m.LastError, m.LastBackup = []v1alpha1.ObjectRef{{Kind: "Service", Name: "db"}}, "Service db exists", &late
 		}),
 		member("f", v1alpha1.PhaseProgressing, func(m *v1alpha1.MemberStatus) { m.LastBackup = &late }),
-	})
+	}, 0)
 	g.Expect(sum.ready).To(Equal(2))
 	g.Expect(sum.readyReplicas).To(Equal(6))
 	g.Expect(sum.replicas).To(Equal(18))
@@ -47,7 +47,20 @@ func TestSummarize(t *testing.T) {
 	g.Expect(sum.lastBackup).To(Equal(&early), "every member has a backup at least this recent")
 
 	g.Expect(summarize([]v1alpha1.MemberStatus{member("a", v1alpha1.PhaseReady, func(m *v1alpha1.MemberStatus) { m.LastBackup = &late }),
-		member("b", v1alpha1.PhaseReady)}).lastBackup).To(BeNil(), "no last backup until every member has one")
+		member("b", v1alpha1.PhaseReady)}, 0).lastBackup).To(BeNil(), "no last backup until every member has one")
+
+	// The summary is about one generation: a row Ready about an earlier one has not said how the member does
+	// with this one, so it is still converging to it. Its counts stand: they are what its row says.
+	of := func(gen int64) func(*v1alpha1.MemberStatus) {
+		return func(m *v1alpha1.MemberStatus) {
+			m.Conditions = []metav1.Condition{{Type: v1alpha1.MemberConditionApplied, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonApplied, ObservedGeneration: gen}}
+		}
+	}
+	sum = summarize([]v1alpha1.MemberStatus{member("a", v1alpha1.PhaseReady, of(2)), member("b", v1alpha1.PhaseReady, of(1))}, 2)
+	g.Expect(sum.ready).To(Equal(1))
+	g.Expect(sum.progressing).To(Equal([]string{"b"}))
+	g.Expect(sum.readyReplicas).To(Equal(6))
 }
 
 func TestPlacedVerdict(t *testing.T) {
@@ -110,7 +123,7 @@ func TestDegradedVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := degradedVerdict(tt.specErr, tt.placementErr, tt.unknown, tt.members, summarize(tt.members))
+			got := degradedVerdict(tt.specErr, tt.placementErr, tt.unknown, tt.members, summarize(tt.members, 0))
 			NewWithT(t).Expect(got).To(Equal(tt.want))
 		})
 	}
@@ -139,7 +152,7 @@ func TestProgressingReadyAndPhase(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sum := summarize(tt.members)
+			sum := summarize(tt.members, 0)
 			g.Expect(progressingVerdict(tt.paused, sum)).To(Equal(tt.progressing))
 			g.Expect(readyVerdict(sum, len(tt.members)).ok).To(Equal(tt.ready))
 			degraded := degradedVerdict(nil, nil, nil, tt.members, sum).ok

@@ -30,11 +30,10 @@ import (
 // (controllers, scheduler, kwok, storage), and a spare bare member registered by some tests only. The manager
 // runs in-process, assembled by internal/manager exactly as cmd/manager does.
 var (
-	fleet      *testfleet.Fleet
-	hub        client.Client
-	members    map[string]client.Client
-	stopMgr    context.CancelFunc
-	mgrStopped chan struct{}
+	fleet   *testfleet.Fleet
+	hub     client.Client
+	members map[string]client.Client
+	stopMgr func()
 )
 
 const (
@@ -90,6 +89,11 @@ func run(m *testing.M) int {
 // startManager runs the hub manager in-process, without leader election (one replica); adjust sets other
 // options for a test that restarts it.
 func startManager(adjust ...func(*manager.Options)) {
+	stopMgr = runManager(managerOptions(adjust...))
+}
+
+// managerOptions are the suite manager's options, adjusted.
+func managerOptions(adjust ...func(*manager.Options)) manager.Options {
 	opts := manager.Options{
 		Namespace:              mgrNamespace,
 		MetricsBindAddress:     "0",
@@ -105,21 +109,29 @@ func startManager(adjust ...func(*manager.Options)) {
 	for _, a := range adjust {
 		a(&opts)
 	}
+	return opts
+}
+
+// runManager runs a manager in-process until stop is called; stop returns once it stopped.
+func runManager(opts manager.Options) (stop func()) {
 	mgr := must(manager.New(fleet.Hub.Config, opts))
 	ctx, cancel := context.WithCancel(context.Background())
-	stopMgr, mgrStopped = cancel, make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
-		defer close(mgrStopped)
+		defer close(stopped)
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
+	return func() {
+		cancel()
+		<-stopped
+	}
 }
 
 func stopManager() {
 	if stopMgr != nil {
 		stopMgr()
-		<-mgrStopped
 		stopMgr = nil
 	}
 }

@@ -86,8 +86,10 @@ const summaryHold = 10 * time.Second
 // means write it now. now is the time of the pass.
 func (r *MySQLClusterReconciler) holdSummary(key types.NamespacedName, s *scope, now time.Time) time.Duration {
 	c := s.cluster
-	sum := summarize(s.members)
-	hold := summaryDiffers(c, s.before) && !equality.Semantic.DeepEqual(*s.before, v1alpha1.MySQLClusterStatus{}) &&
+	sum := summarize(s.members, c.Generation)
+	// Rows to remove are never held: they are the placement's, whose changes are summarised at once.
+	hold := summaryDiffers(c, s.before) && len(c.Status.Members) == len(s.before.Members) &&
+		!equality.Semantic.DeepEqual(*s.before, v1alpha1.MySQLClusterStatus{}) &&
 		s.specErr == nil && s.placementErr == nil && s.restoreErr == nil && len(s.unknown) == 0 &&
 		equality.Semantic.DeepEqual(c.Status.RestoredFrom, s.before.RestoredFrom) &&
 		len(sum.unreachable)+len(sum.failed)+len(sum.conflicted) == 0 &&
@@ -177,39 +179,32 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 		r.forgetHold(req.NamespacedName)
 		return r.finishShare(ctx, c)
 	}
-	s := &scope{cluster: c, before: c.Status.DeepCopy()}
-	r.resolvePlacement(s)
-	r.resolveRestore(ctx, s)
-	if s.restoreErr != nil && !errors.Is(s.restoreErr, render.ErrInvalid) {
-		return ctrl.Result{}, s.restoreErr // the hub did not answer: nothing to say yet
-	}
-	s.members, s.specErr = r.rowsOf(s)
-	s.computeStatus()
-	if !rowsCurrent(s.members, c.Generation) {
-		// A row from an earlier generation is the member's last word, not its verdict on this one.
-		c.Status.ObservedGeneration = s.before.ObservedGeneration
-	}
-	c.Status.Members = s.before.Members // the rows are their owners' to write
-	if err := r.writeRows(ctx, c, s.before, nil, notPlaced(s)); err != nil {
-		return ctrl.Result{}, err
+	s, err := r.summarizeRows(ctx, c, nil)
+	if err != nil {
+		return ctrl.Result{}, err // the hub did not answer: nothing to say yet
 	}
 	// The credentials (at once) and the status, then the finalizers: the owners start writing into members once
-	// they see the finalizers, and then find the credentials made and the status ready for their rows (see
-	// writeSummary). The summary after the finalizers (tried on 2026-11-28, to take a hub write off the owners'
-	// way) made it slower: queued behind the burst's other summaries, 40 of 50 first summaries came after an
-	// owner's rows and were refused, and the owners' rows, finding no list, conflicted with each other (388 status
-	// PATCHes for 50 MySQLClusters instead of 237).
+	// they see the finalizers, and then find the credentials made and the summary their rows go with. The
+	// summary after the finalizers (tried on 2026-11-28, to take a hub write off the owners' way) made it slower:
+	// queued behind the burst's other summaries, 40 of 50 first summaries came after an owner's rows and were
+	// refused, and the owners' rows conflicted with each other (388 status PATCHes for 50 MySQLClusters instead
+	// of 237).
 	var credsErr error
 	var wg sync.WaitGroup
 	if len(s.placed) > 0 {
 		wg.Go(func() { credsErr = r.reconcileCredentials(ctx, s) })
 	}
-	var err error
 	hold := r.holdSummary(req.NamespacedName, s, time.Now())
 	if hold == 0 {
-		err = r.writeSummary(ctx, c, s.before)
+		err = patchStatus(ctx, r.summaryWriter(), s)
 	}
 	wg.Wait()
+	if apierrors.IsConflict(err) && credsErr == nil {
+		// Written meanwhile, by an owner (whose write carries its summary) or a user: what this pass computed is
+		// about a status that is gone. The next pass computes it from the new one.
+		ctrl.LoggerFrom(ctx).V(4).Info("Status changed since it was read; summarising again")
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	if err := errors.Join(err, credsErr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -228,23 +223,44 @@ func (r *MySQLClusterReconciler) reconcileSummary(ctx context.Context, req mcrec
 	return ctrl.Result{}, nil
 }
 
+// summarizeRows computes c's status as a write of own (an owner's rows; none for the leader) leaves it: the rows
+// as read with own in their places, less the rows of members no longer placed (or no longer registered), and
+// the summary of exactly those rows, a placed member without a row counting as progressing. The scope it
+// returns holds the status as read in before and the status to write in cluster (c itself, changed). An
+// error is a hub that did not answer (spec.restore's source): nothing to say yet. Owners and the leader
+// summarise with this one function, so that whoever writes rows writes the summary they make (see rows.go).
+func (r *MySQLClusterReconciler) summarizeRows(ctx context.Context, c *v1alpha1.MySQLCluster, own []v1alpha1.MemberStatus) (*scope, error) {
+	s := &scope{cluster: c, before: c.Status.DeepCopy()}
+	r.resolvePlacement(s)
+	r.resolveRestore(ctx, s)
+	if s.restoreErr != nil && !errors.Is(s.restoreErr, render.ErrInvalid) {
+		return nil, s.restoreErr
+	}
+	rows := slices.DeleteFunc(mergeRows(s.before.Members, own), func(m v1alpha1.MemberStatus) bool { return !s.chosen[m.Name] })
+	s.members, s.specErr = rowsOf(s, rows)
+	s.computeStatus()
+	c.Status.Members = rows
+	return s, nil
+}
+
 // rowsOf lines up the rows of the placed members, in placement order, with a placeholder for a member whose
 // owner has not written its row yet (it counts as progressing), and finds a spec error a row or the spec itself
 // reports.
-func (r *MySQLClusterReconciler) rowsOf(s *scope) ([]v1alpha1.MemberStatus, error) {
+func rowsOf(s *scope, rows []v1alpha1.MemberStatus) ([]v1alpha1.MemberStatus, error) {
 	c := s.cluster
 	var specErr error
 	if s.restoreErr != nil {
 		specErr = s.restoreErr
 	}
-	rows := make([]v1alpha1.MemberStatus, 0, len(s.placed))
+	carried := &v1alpha1.MySQLClusterStatus{Members: rows}
+	lined := make([]v1alpha1.MemberStatus, 0, len(s.placed))
 	for _, m := range s.placed {
-		row := findRow(s.before, m.Name)
+		row := findRow(carried, m.Name)
 		if row == nil {
-			rows = append(rows, v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas})
+			lined = append(lined, v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas})
 			continue
 		}
-		rows = append(rows, *row.DeepCopy())
+		lined = append(lined, *row.DeepCopy())
 		if specErr != nil {
 			continue
 		}
@@ -257,7 +273,7 @@ func (r *MySQLClusterReconciler) rowsOf(s *scope) ([]v1alpha1.MemberStatus, erro
 			specErr = fmt.Errorf("%w: %s", render.ErrInvalid, applied.Message)
 		}
 	}
-	return rows, specErr
+	return lined, specErr
 }
 
 // rowsCurrent tells whether every row's Applied condition is about this generation.
@@ -269,22 +285,6 @@ func rowsCurrent(rows []v1alpha1.MemberStatus, generation int64) bool {
 		}
 	}
 	return true
-}
-
-// notPlaced are the members with a row whom the MySQLCluster is no longer placed on (or who left the registry):
-// their rows go.
-func notPlaced(s *scope) []string {
-	placed := map[string]bool{}
-	for _, m := range s.placed {
-		placed[m.Name] = true
-	}
-	var out []string
-	for _, row := range s.before.Members {
-		if !placed[row.Name] {
-			out = append(out, row.Name)
-		}
-	}
-	return out
 }
 
 // putFinalizers puts on the MySQLCluster's own finalizer, the mark of sharded replicas and a finalizer for each
@@ -343,7 +343,9 @@ func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.My
 	c.Status.Phase = v1alpha1.PhaseDeleting
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha1.ReasonDeleting, Message: "deleting from members", ObservedGeneration: c.Generation})
-	if err := r.writeSummary(ctx, c, before); err != nil {
+	if err := patchStatus(ctx, r.summaryWriter(), &scope{cluster: c, before: before}); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // written meanwhile: say it again over what is there now
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	registered := map[string]bool{}
