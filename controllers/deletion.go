@@ -10,10 +10,7 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
+	"github.com/mysqlfleet/mysqlfleet/internal/leftovers"
 )
 
 // teardown removes one MySQLCluster's objects from one member: those that carry its UID label, never an object
@@ -35,13 +33,7 @@ import (
 // databases or the retained volumes live there. It returns whether nothing is left to remove.
 func teardown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster, deleteVolumes bool) (bool, error) {
 	sel := client.MatchingLabels{v1alpha1.ClusterUIDLabel: string(c.UID), v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
-	lists := []client.ObjectList{
-		&appsv1.StatefulSetList{}, &batchv1.CronJobList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{},
-		&corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
-	}
-	if deleteVolumes {
-		lists = append(lists, &corev1.PersistentVolumeClaimList{})
-	}
+	lists := leftovers.TeardownLists(deleteVolumes)
 	done := true
 	var errs []error
 	for _, list := range lists {
@@ -178,8 +170,10 @@ func departedMembers(s *scope, now []fleet.State) []fleet.State {
 // reconcileDelete tears the MySQLCluster down in every member, then releases the finalizer. While members are
 // unreachable, registering or failing, the MySQLCluster is held (and its status says Deleting) for at most
 // DeletionTimeout, or until the force-detach annotation is set; then it is released, and what was left behind
-// is named in an Event and a log line. Nothing is deleted there later, and a recreated MySQLCluster of the same
-// name does not take those objects over unless it adopts them (see AdoptAnnotation).
+// is named in an Event and a log line and recorded as a pending teardown, finished once the member answers again
+// (pending.go). Members it was placed on that are not registered now are not waited for: their teardown is
+// recorded at once. A recreated MySQLCluster of the same name does not take those objects over unless it adopts
+// them (see AdoptAnnotation), which also cancels their pending teardown.
 func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
@@ -190,7 +184,9 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		return ctrl.Result{}, err
 	}
 	var states []fleet.State
+	registered := map[string]bool{}
 	for _, m := range r.Fleet.Members() {
+		registered[m.Name] = true
 		if m.AllowsNamespace(c.Namespace) { // otherwise its credential cannot have put anything there
 			states = append(states, m)
 		}
@@ -217,14 +213,9 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		}
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
-	if left := append(append([]string{}, unreachable...), pending...); len(left) > 0 {
-		sort.Strings(left)
-		msg := fmt.Sprintf("released after %s without finishing in members %s: their objects for this database remain there",
-			waited.Round(time.Second), strings.Join(left, ", "))
-		log.Info("Released MySQLCluster with leftovers in members", "members", left)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "LeftoversInUnreachableMembers", "Delete", "%s", msg)
-		}
+	left := append(append([]string{}, unreachable...), pending...)
+	if err := r.recordTeardowns(ctx, c, awayMembers(c, registered), left, waited); err != nil {
+		return ctrl.Result{}, err
 	}
 	if c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: credentialsSecretName(c)}}
@@ -241,6 +232,57 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 	forgetPhase(client.ObjectKeyFromObject(c))
 	forgetPrimaries(client.ObjectKeyFromObject(c))
 	return ctrl.Result{}, nil
+}
+
+// awayMembers are the members whose finalizers the MySQLCluster carries (it may have objects there) that are not
+// registered: nothing can be deleted there now.
+func awayMembers(c *v1alpha1.MySQLCluster, registered map[string]bool) []string {
+	var away []string
+	for _, f := range c.Finalizers {
+		if m, ok := strings.CutPrefix(f, memberFinalizerPrefix); ok && !registered[m] {
+			away = append(away, m)
+		}
+	}
+	return away
+}
+
+// recordTeardowns records, before the MySQLCluster is released, the teardown it still owes each member it could
+// not finish in: away, the members not registered now (the MySQLCluster may have objects there, and is not held for
+// them: a member may stay away for long), and left, the registered ones it gave up on (unreachable or failing at
+// the deletion timeout, or force-detached). Each record is a ConfigMap in the manager's namespace (internal/
+// leftovers); once its member is registered and reachable again, the deletion is finished there as the policy
+// says, and the record deleted (pending.go). A record already there (a pass that failed after writing it) is
+// fine. Events name the members.
+func (r *MySQLClusterReconciler) recordTeardowns(ctx context.Context, c *v1alpha1.MySQLCluster, away, left []string,
+	waited time.Duration) error {
+	sort.Strings(away)
+	sort.Strings(left)
+	for _, m := range append(append([]string{}, away...), left...) {
+		rec := leftovers.NewRecord(c, m).ConfigMap(r.Namespace)
+		if err := r.Hub.Create(ctx, rec); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to record the pending teardown of %s/%s in member %s: %w", c.Namespace, c.Name, m, err)
+		}
+	}
+	log := ctrl.LoggerFrom(ctx)
+	policy := leftovers.NewRecord(c, "").DeletionPolicy
+	if len(away) > 0 {
+		log.Info("Released MySQLCluster with its teardown pending in members not registered", "members", away)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "TeardownPending", "Delete",
+				"members %s are not registered: the deletion (deletionPolicy %s) is finished there once they are registered again",
+				strings.Join(away, ", "), policy)
+		}
+	}
+	if len(left) > 0 {
+		log.Info("Released MySQLCluster with leftovers in members", "members", left)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "LeftoversInUnreachableMembers", "Delete",
+				"released after %s without finishing in members %s: their objects for this database remain there until "+
+					"the deletion (deletionPolicy %s) is finished once they answer again",
+				waited.Round(time.Second), strings.Join(left, ", "), policy)
+		}
+	}
+	return nil
 }
 
 // markDeleting writes, once, that the MySQLCluster is being deleted: phase Deleting and Ready False.

@@ -70,7 +70,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 
 func init() {
 	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary, writesBlocked,
-		asyncCommits, memberChangePassesWaiting)
+		asyncCommits, memberChangePassesWaiting, orphanedObjects)
 }
 
 // MemberReconcileCounts sums mysqlfleet_member_reconciles_total by member, read from the counters themselves. It

@@ -79,6 +79,9 @@ type MySQLClusterReconciler struct {
 	Sharded bool
 	// Workers is how many MySQLClusters are reconciled at once; zero means DefaultWorkers.
 	Workers int
+	// OrphanScanInterval is how often the member caches are searched for orphans (orphans.go); zero means
+	// DefaultOrphanScanInterval.
+	OrphanScanInterval time.Duration
 
 	// memberChanged wakes the handler that requeues the MySQLClusters on the members in changedMembers.
 	memberChanged  chan event.GenericEvent
@@ -93,6 +96,12 @@ type MySQLClusterReconciler struct {
 	// the leader; holdSummary).
 	heldMu sync.Mutex
 	held   map[types.NamespacedName]time.Time
+	// owedWake wakes the pending teardown controller (pending.go) after a member change, with owedMembers
+	// (guarded by changedMu).
+	owedWake    chan event.GenericEvent
+	owedMembers map[string]bool
+	// orphanWake has the orphans counted again soon (orphans.go).
+	orphanWake chan struct{}
 	// memory is what the appliers remember across passes: the echoes of this manager's member writes, the
 	// object versions known to hold what mysqlfleet wants, and the applies under way.
 	memory apply.Memory
@@ -154,7 +163,17 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		b = b.Watches(obj, r.memberEvents,
 			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true))
 	}
-	return b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if r.OrphanScanInterval <= 0 {
+		r.OrphanScanInterval = DefaultOrphanScanInterval
+	}
+	r.orphanWake = make(chan struct{}, 1)
+	if err := mgr.GetLocalManager().Add(orphanScanner{r: r, interval: r.OrphanScanInterval, wake: r.orphanWake}); err != nil {
+		return err
+	}
+	return r.setupPendingTeardowns(mgr)
 }
 
 // DefaultWorkers is how many MySQLClusters are reconciled at once by default. Passes wait on member round trips,
@@ -170,9 +189,11 @@ func (r *MySQLClusterReconciler) workers() int {
 }
 
 // MemberChanged requeues the MySQLClusters placed on a member after it registered, left, or changed its facts
-// or its reachability. It never blocks: the member is noted, and one wake-up of the handler takes every member
+// or its reachability, and has the teardowns pending there looked at. It never blocks: the member is noted, and one wake-up of the handler takes every member
 // noted by then.
 func (r *MySQLClusterReconciler) MemberChanged(member string) {
+	r.noteOwedMember(member)
+	r.wakeOrphanScan()
 	r.changedMu.Lock()
 	if r.changedMembers == nil {
 		r.changedMembers = map[string]bool{}
@@ -426,14 +447,11 @@ func (r *MySQLClusterReconciler) pass(ctx context.Context, c *v1alpha1.MySQLClus
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
-	if controllerutil.AddFinalizer(c, v1alpha1.Finalizer) {
-		if err := r.Hub.Update(ctx, c); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
 	s := &scope{cluster: c, before: c.Status.DeepCopy(), only: only}
 	r.resolvePlacement(s)
+	if err := r.addFinalizers(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.resolveRestore(ctx, s)
 	if err := r.reconcileCredentials(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -457,6 +475,28 @@ func (r *MySQLClusterReconciler) pass(ctx context.Context, c *v1alpha1.MySQLClus
 		return ctrl.Result{RequeueAfter: time.Until(s.lookAgain) + time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// addFinalizers puts on, unsharded, the MySQLCluster's own finalizer and, before anything is written there, a
+// finalizer for each member it is placed on (as the sharded leader does, see sharded.go). A member's finalizer says
+// that the MySQLCluster may have objects there, and stays while it may (a member it left keeps its volumes):
+// deletion reads it to know which members not registered at the time still hold something of it, and records
+// their teardown as pending (pending.go).
+func (r *MySQLClusterReconciler) addFinalizers(ctx context.Context, s *scope) error {
+	c := s.cluster
+	changed := controllerutil.AddFinalizer(c, v1alpha1.Finalizer)
+	for _, m := range s.placed {
+		if m.AllowsNamespace(c.Namespace) && controllerutil.AddFinalizer(c, memberFinalizer(m.Name)) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Hub.Update(ctx, c); err != nil {
+		return fmt.Errorf("failed to put finalizers on %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return nil
 }
 
 // retryAfter is how soon a MySQLCluster is reconciled again while a member is unreachable or failing; member

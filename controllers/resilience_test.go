@@ -22,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +68,7 @@ func settledWrites(t *testing.T, g Gomega) map[string]float64 {
 var (
 	memberResources = map[string]bool{"statefulsets": true, "services": true, "configmaps": true, "secrets": true,
 		"poddisruptionbudgets": true, "cronjobs": true, "jobs": true, "persistentvolumeclaims": true, "namespaces": true}
-	hubResources = map[string]bool{"mysqlclusters": true, "secrets": true, "events": true}
+	hubResources = map[string]bool{"mysqlclusters": true, "secrets": true, "events": true, "configmaps": true}
 	writeVerbs   = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 )
 
@@ -314,7 +313,8 @@ func TestDeletionPolicies(t *testing.T) {
 }
 
 // Deletion does not hang on an unreachable member: after the bounded wait the MySQLCluster is released, an
-// Event names the member, and the member's objects are still there when it returns.
+// Event names the member, and the member's objects are still there when it returns, until the pending teardown
+// recorded for it finishes the deletion there as the policy (Retain) says: by UID, the volume kept.
 func TestDeletionWithUnreachableMember(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -329,6 +329,7 @@ func TestDeletionWithUnreachableMember(t *testing.T) {
 	g.Eventually(func() v1alpha1.Phase { return memberStatus(get(g, key), "azure-westeurope").Phase },
 		time.Minute, 250*time.Millisecond).Should(Equal(v1alpha1.PhaseUnreachable))
 
+	uid := get(g, key).UID
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(members["aws-eu-west-1"].Get(ctx, key, &appsv1.StatefulSet{}))
@@ -345,10 +346,18 @@ func TestDeletionWithUnreachableMember(t *testing.T) {
 	}
 	g.Expect(notes).To(ContainElement(ContainSubstring("azure-westeurope")))
 
+	var rec corev1.ConfigMap
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: mgrNamespace, Name: "teardown." + string(uid) + ".azure-westeurope"}, &rec)).
+		To(Succeed(), "the teardown owed to azure is recorded")
+
+	var claim corev1.PersistentVolumeClaim
 	restart()
-	cs := kubernetes.NewForConfigOrDie(azure.Config)
-	_, err := cs.AppsV1().StatefulSets("deletion-down").Get(ctx, "db", metav1.GetOptions{})
-	g.Expect(err).NotTo(HaveOccurred(), "nothing is deleted blindly in a member that was unreachable")
+	g.Expect(members["azure-westeurope"].Get(ctx, client.ObjectKey{Namespace: "deletion-down", Name: "data-db-0"}, &claim)).To(Succeed())
+	g.Eventually(func() []string { return ownedBy(g, "azure-westeurope", "deletion-down", uid) }, time.Minute, 250*time.Millisecond).
+		Should(ConsistOf("PersistentVolumeClaim/data-db-0"), "the pending teardown finishes the deletion once azure answers")
+	var kept corev1.PersistentVolumeClaim
+	g.Expect(members["azure-westeurope"].Get(ctx, client.ObjectKeyFromObject(&claim), &kept)).To(Succeed())
+	g.Expect(kept.UID).To(Equal(claim.UID), "Retain keeps the very same claim")
 }
 
 func pvcNames(g Gomega, member, ns string) []string {

@@ -102,6 +102,8 @@ func managerOptions(adjust ...func(*manager.Options)) manager.Options {
 		MemberHealthInterval:   time.Second,
 		MemberTimeout:          5 * time.Second,
 		DeletionTimeout:        15 * time.Second,
+		// Often, so that TestOrphansAreReportedAndLeftAlone sees the series soon; it reads caches only.
+		OrphanScanInterval: 2 * time.Second,
 		// One more than the default, so that TestWorkers sees the option reach the controller.
 		Workers: controllers.DefaultWorkers + 1,
 	}

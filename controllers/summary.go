@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -333,7 +332,8 @@ func (r *MySQLClusterReconciler) putFinalizers(ctx context.Context, s *scope) er
 // finishShare ends a deletion, sharded: once every member's finalizer is off (each owner takes its members' off
 // when they are torn down), or when the deletion timeout or force-detach gives up on those left, it removes the
 // MySQLCluster's own finalizer. Members no longer registered cannot be reached: their finalizers go at once, as
-// unsharded deletion does not wait for them either.
+// unsharded deletion does not wait for them either, once their teardown is recorded as pending; the members given
+// up on are recorded too (recordTeardowns).
 func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.MySQLCluster) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -375,17 +375,15 @@ func (r *MySQLClusterReconciler) finishShare(ctx context.Context, c *v1alpha1.My
 			}
 		}
 	}
+	var gaveUp []string
 	if release && len(left) > 0 {
-		sort.Strings(left)
-		msg := fmt.Sprintf("released after %s without finishing in members %s: their objects for this database remain there",
-			waited.Round(time.Second), strings.Join(left, ", "))
-		ctrl.LoggerFrom(ctx).Info("Released MySQLCluster with leftovers in members", "members", left)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "LeftoversInUnreachableMembers", "Delete", "%s", msg)
-		}
-		drop, left = append(drop, left...), nil
+		gaveUp, left = left, nil
 	}
-	if err := removeFinalizers(ctx, r.Hub, c, drop...); err != nil {
+	// Recorded before the finalizers come off: the record is then all that remembers these members.
+	if err := r.recordTeardowns(ctx, c, drop, gaveUp, waited); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := removeFinalizers(ctx, r.Hub, c, append(drop, gaveUp...)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(left) > 0 {

@@ -75,7 +75,9 @@ const (
 )
 
 // ForceDetachAnnotation on a MySQLCluster being deleted releases it at once, without waiting for members that
-// cannot be reached or keep failing; their objects stay where they are and are named in an Event.
+// cannot be reached or keep failing; their objects stay where they are, named in an Event, until the teardown
+// recorded as pending for each of those members finishes the deletion there once it answers (see
+// PendingTeardownLabel), unless a MySQLCluster adopts them first.
 const ForceDetachAnnotation = "mysqlfleet.io/force-detach"
 
 // RebuildAnnotation on a MySQLCluster asks for servers to be rebuilt (emptied and seeded again from the set):

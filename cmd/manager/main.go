@@ -50,6 +50,7 @@ func main() {
 	flag.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "MySQLClusters reconciled at once (each pass's requests to a member still wait for that member's in-flight slots)")
 	flag.StringVar(&o.RunnerImage, "runner-image", render.DefaultRunnerImage, "image the backup and restore Jobs copy the backup runner (mysqlfleet-backup) from: this manager's own image (the chart sets it)")
 	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
+	flag.DurationVar(&o.OrphanScanInterval, "orphan-scan-interval", controllers.DefaultOrphanScanInterval, "how often the member caches are searched for objects of MySQLClusters the hub does not know (mysqlfleet_member_orphaned_objects)")
 	probe := flag.String("probe", "", "GET this URL and exit, with 0 if it answers 200 OK and 1 otherwise: the health check of the image, which has no shell")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

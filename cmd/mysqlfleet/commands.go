@@ -48,6 +48,7 @@ MySQLClusters, for get and plan, as in kubectl.`,
 		newJoinCommand(name, hub, streams),
 		newUnjoinCommand(name, hub, streams),
 		newMembersCommand(name, hub, streams),
+		newOrphansCommand(name, hub, streams),
 		newGetCommand(name, hub, streams),
 		newPlanCommand(name, hub, streams),
 		newBackupsCommand(name, hub, streams),
@@ -140,6 +141,38 @@ MySQLClusters. The member's mysqlfleet-system namespace is kept.`,
 	}
 	addMemberFlags(cmd, &o.Member)
 	cmd.Flags().BoolVar(&o.HubOnly, "hub-only", false, "Only delete the registration on the hub; leave the member as it is")
+	cmd.Flags().BoolVar(&o.ForgetPending, "forget-pending", false, "Also delete the member's pending teardowns (deletions of MySQLClusters it was away for), which are otherwise kept and finished if it is joined again")
+	return cmd
+}
+
+func newOrphansCommand(name string, hub *cli.Hub, streams genericiooptions.IOStreams) *cobra.Command {
+	var o cli.OrphansOptions
+	cmd := &cobra.Command{
+		Use:   "orphans [--member MEMBER [--delete [--delete-volumes]]]",
+		Short: "List objects in members that belong to no MySQLCluster, and delete them when asked",
+		Long: `List objects in members that belong to no MySQLCluster, and delete them when asked.
+
+An orphan carries mysqlfleet's labels and a MySQLCluster UID (mysqlfleet.io/cluster-uid) that no MySQLCluster on
+the hub has, and that no pending teardown (a deletion the hub still owes the member) names. Volumes kept by
+deletionPolicy Retain are orphans of that kind. Each member is searched with the kubeconfig of its registration,
+and only if the manager's rules accept that kubeconfig. The manager never deletes an orphan on its own: --delete
+deletes those of one member (--member), by UID; PersistentVolumeClaims, and their data, only with
+--delete-volumes too.`,
+		Example: `  ` + name + ` orphans
+  ` + name + ` orphans --member gcp-us-central1 --delete
+  ` + name + ` orphans --member gcp-us-central1 --uid 0b3c... --delete --delete-volumes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.Orphans(cmd.Context(), *hub, o, streams)
+		},
+	}
+	addOutputFlag(cmd, &o.Output)
+	f := cmd.Flags()
+	f.StringVar(&o.Member, "member", "", "Search this member only (needed by --delete)")
+	f.StringVar(&o.UID, "uid", "", "Only the orphans of this MySQLCluster UID")
+	f.BoolVar(&o.Delete, "delete", false, "Delete the orphans found in --member, except volumes")
+	f.BoolVar(&o.DeleteVolumes, "delete-volumes", false, "With --delete, delete the orphaned PersistentVolumeClaims too, and their data")
+	f.DurationVar(&o.Timeout, "timeout", 0, "How long to wait for each member (default 30s)")
 	return cmd
 }
 

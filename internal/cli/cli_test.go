@@ -39,6 +39,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/cli"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+	"github.com/mysqlfleet/mysqlfleet/internal/leftovers"
 	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
@@ -982,10 +983,17 @@ func testUnjoin(e *env, t *testing.T) {
 	ctx := context.Background()
 	member := e.members[awsMember]
 	token := tokenOf(t, e.registration(t, awsMember))
+	// A deletion the hub still owes the member, as the manager records it.
+	owed := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "gone", UID: "0e0e0e0e-1111-4222-8333-444455556666"}}
+	record := leftovers.NewRecord(owed, awsMember).ConfigMap(fleetNS)
+	g.Expect(e.hub.Create(ctx, record)).To(Succeed())
 	var out bytes.Buffer
 	g.Expect(cli.Unjoin(ctx, e.hubIn(""), cli.UnjoinOptions{Name: awsMember, Member: e.joinOptions(awsMember).Member}, &out)).To(Succeed())
 	t.Log(out.String())
 	g.Expect(out.String()).To(ContainSubstring("the manager can no longer reach " + awsMember))
+	g.Expect(out.String()).To(ContainSubstring("kept 1 pending teardown record(s) of " + awsMember))
+	g.Expect(e.hub.Get(ctx, client.ObjectKeyFromObject(record), &corev1.ConfigMap{})).To(Succeed(),
+		"unjoin keeps what the hub owes the member, for when it is joined again")
 
 	err := e.hub.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: awsMember}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "registration Secret: %v", err)
@@ -1004,10 +1012,14 @@ func testUnjoin(e *env, t *testing.T) {
 		return apierrors.IsUnauthorized(err)
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue(), "the unjoined token still works")
 
-	// Again: nothing left to do, no error.
+	// Again: nothing left to do, no error; --forget-pending drops the records of a member gone for good.
 	out.Reset()
-	g.Expect(cli.Unjoin(ctx, e.hubIn(""), cli.UnjoinOptions{Name: awsMember, Member: e.joinOptions(awsMember).Member}, &out)).To(Succeed())
+	g.Expect(cli.Unjoin(ctx, e.hubIn(""), cli.UnjoinOptions{Name: awsMember, Member: e.joinOptions(awsMember).Member,
+		ForgetPending: true}, &out)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("no registration Secret"))
+	g.Expect(out.String()).To(ContainSubstring("deleted 1 pending teardown record(s) of " + awsMember))
+	err = e.hub.Get(ctx, client.ObjectKeyFromObject(record), &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "record: %v", err)
 
 	members, err := cli.ListMembers(ctx, e.hubIn(""), cli.MembersOptions{})
 	g.Expect(err).NotTo(HaveOccurred())

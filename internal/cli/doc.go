@@ -8,7 +8,8 @@
 // (internal/kubeconfig) that the manager applies to every registration Secret.
 //
 // get, plan and members only read what the manager wrote into MySQLCluster status; members also probes each
-// member, but only with a kubeconfig the gate accepted.
+// member, but only with a kubeconfig the gate accepted. orphans searches members with those kubeconfigs too, for
+// objects of MySQLCluster UIDs the hub does not know, and deletes them only when asked.
 package cli
 
 // Names and labels that join writes, in members and on the hub.

@@ -54,6 +54,9 @@ type MemberView struct {
 	Version string `json:"version,omitempty"`
 	// Placed counts the MySQLClusters whose status lists this member; nil when they could not be listed.
 	Placed *int `json:"placed"`
+	// PendingTeardowns counts the deletions the hub still owes the member (pending teardown records): MySQLClusters
+	// deleted while it was away or unreachable. nil when they could not be listed.
+	PendingTeardowns *int `json:"pendingTeardowns"`
 	// Owner is the manager replica that works in the member: with sharding, the holder of the member's claim
 	// Lease; without, the leader. Empty when none does (or the Leases could not be read).
 	Owner string `json:"owner,omitempty"`
@@ -80,6 +83,7 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 		return nil, fmt.Errorf("failed to list registration Secrets in %s on the hub: %w", hub.namespace(), err)
 	}
 	placed, placedErr := placements(ctx, hc)
+	pending := pendingTeardowns(ctx, hc, hub.namespace())
 	owners, leader, ownersErr := memberOwners(ctx, hc, hub.namespace())
 
 	views := make([]MemberView, len(secrets.Items))
@@ -99,6 +103,10 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 		if placedErr == nil {
 			n := placed[s.Name]
 			v.Placed = &n
+		}
+		if pending != nil {
+			n := pending[s.Name]
+			v.PendingTeardowns = &n
 		}
 		if ownersErr == nil {
 			v.Owner = owners[s.Name]
@@ -194,6 +202,7 @@ func Members(ctx context.Context, hub Hub, opts MembersOptions, streams generici
 		column("Name", false), column("Cloud", false), column("Region", false), column("Reachable", false),
 		column("Version", false), column("Placed", false), column("Owner", false),
 		column("Storage Class", true), column("Namespaces", true), column("Token Expires", true),
+		column("Pending Teardowns", true),
 	}}
 	unknownPlaced := false
 	for _, v := range views {
@@ -208,12 +217,19 @@ func Members(ctx context.Context, hub Hub, opts MembersOptions, streams generici
 			cloud += " (invalid)"
 		}
 		table.Rows = append(table.Rows, row(v.Name, cloud, orDash(v.Region), reachableCell(v), orDash(v.Version), placed, orDash(v.Owner),
-			orDash(v.StorageClass), orDash(v.Namespaces), orDash(v.TokenExpiration)))
+			orDash(v.StorageClass), orDash(v.Namespaces), orDash(v.TokenExpiration), countOrUnknown(v.PendingTeardowns)))
 	}
 	if unknownPlaced && opts.Output != OutputJSON && opts.Output != OutputYAML {
 		say(errOut(streams), "warning: MySQLClusters could not be listed on the hub; PLACED is unknown\n")
 	}
 	return printView(streams, opts.Output, views, table, "No members registered in namespace "+hub.namespace()+".")
+}
+
+func countOrUnknown(n *int) string {
+	if n == nil {
+		return "?"
+	}
+	return strconv.Itoa(*n)
 }
 
 func reachableCell(v MemberView) string {

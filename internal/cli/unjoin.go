@@ -21,6 +21,10 @@ type UnjoinOptions struct {
 	Member MemberFlags
 	// HubOnly deletes the registration and leaves the member alone, e.g. for a member that no longer exists.
 	HubOnly bool
+	// ForgetPending deletes the member's pending teardown records too: the deletions of MySQLClusters that could
+	// not reach it are then never finished there. For a member that is gone for good; by default they are kept,
+	// and finished if the member is joined again.
+	ForgetPending bool
 }
 
 // Unjoin removes a member from the fleet: first its registration Secret on the hub, which ends the manager's
@@ -62,6 +66,9 @@ func Unjoin(ctx context.Context, hub Hub, opts UnjoinOptions, out io.Writer) err
 		say(out, "hub: deleted registration Secret %s/%s; the manager can no longer reach %s\n",
 			hub.namespace(), opts.Name, opts.Name)
 	}
+	if err := unjoinPending(ctx, hc, hub.namespace(), opts, out); err != nil {
+		return err
+	}
 	if opts.HubOnly {
 		say(out, "member: left as it is (--hub-only); ServiceAccount %s/%s and its RBAC remain there\n",
 			MemberNamespace, ServiceAccountName)
@@ -73,6 +80,30 @@ func Unjoin(ctx context.Context, hub Hub, opts UnjoinOptions, out io.Writer) err
 	}
 	say(out, "member: removed ServiceAccount %s/%s, its token and its RBAC; namespace %s is kept "+
 		"(delete it yourself if nothing else lives there)\n", MemberNamespace, ServiceAccountName, MemberNamespace)
+	return nil
+}
+
+// unjoinPending keeps the member's pending teardown records and says how many there are, or, asked to, deletes
+// them. They are kept by default because a member unjoined may be joined again (after maintenance, or with a new
+// credential), and then the deletions that were asked for while it was away must still be finished: forgetting
+// them would leave those databases running there with nothing on the hub that mentions them. Only who knows that
+// the member is gone for good should drop them.
+func unjoinPending(ctx context.Context, hc *hubClients, namespace string, opts UnjoinOptions, out io.Writer) error {
+	if opts.ForgetPending {
+		n, err := forgetPending(ctx, hc, namespace, opts.Name)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			say(out, "hub: deleted %d pending teardown record(s) of %s (--forget-pending): those deletions will not be finished there\n",
+				n, opts.Name)
+		}
+		return nil
+	}
+	if n := pendingTeardowns(ctx, hc, namespace)[opts.Name]; n > 0 {
+		say(out, "hub: kept %d pending teardown record(s) of %s: if it is joined again, the deletions of those "+
+			"MySQLClusters are finished there (unjoin --forget-pending drops them)\n", n, opts.Name)
+	}
 	return nil
 }
 

@@ -76,6 +76,9 @@ type Options struct {
 	RunnerImage string
 	// DeletionTimeout bounds how long deletion waits for unreachable members.
 	DeletionTimeout time.Duration
+	// OrphanScanInterval is how often the member caches are searched for orphans; zero means
+	// controllers.DefaultOrphanScanInterval.
+	OrphanScanInterval time.Duration
 
 	// SkipControllerNameValidation lets one process build several managers, one after another (tests):
 	// controller-runtime otherwise refuses a controller name it has seen, for the sake of its metrics.
@@ -114,7 +117,7 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	scheme := Scheme()
 	r := &controllers.MySQLClusterReconciler{
 		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout, RunnerImage: opts.RunnerImage,
-		Sharded: opts.Sharding, Workers: opts.Workers,
+		Sharded: opts.Sharding, Workers: opts.Workers, OrphanScanInterval: opts.OrphanScanInterval,
 	}
 	var provider *fleet.Provider
 	var sh *shard.Shard
@@ -161,6 +164,9 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 			// The sharding Leases, there too; the leader's Lease is read by leader election itself.
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}, Label: shardLeases},
+			// The pending teardown records, there too; the hub's other ConfigMaps are none of the manager's.
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}},
+				Label: labels.SelectorFromSet(labels.Set{v1alpha1.PendingTeardownLabel: "true"})},
 		}},
 	})
 	if err != nil {
