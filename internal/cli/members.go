@@ -66,6 +66,17 @@ type MemberView struct {
 // Leases' names start with it.
 const ManagerLease = "mysqlfleet-manager"
 
+// registrations lists the members' registration Secrets on the hub.
+func registrations(ctx context.Context, hc *hubClients, ns string) (*corev1.SecretList, error) {
+	secrets, err := hc.cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: v1alpha1.MemberSecretLabel + "=true",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to list registration Secrets in %s on the hub: %w", ns, err)
+	}
+	return secrets, nil
+}
+
 // ListMembers reads every registration Secret and probes each member concurrently: GET /readyz and /version,
 // with a client built only from a kubeconfig that the manager's gate accepts.
 func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberView, error) {
@@ -76,11 +87,9 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := hc.cs.CoreV1().Secrets(hub.namespace()).List(ctx, metav1.ListOptions{
-		LabelSelector: v1alpha1.MemberSecretLabel + "=true",
-	})
+	secrets, err := registrations(ctx, hc, hub.namespace())
 	if err != nil {
-		return nil, fmt.Errorf("failed to list registration Secrets in %s on the hub: %w", hub.namespace(), err)
+		return nil, err
 	}
 	placed, placedErr := placements(ctx, hc)
 	pending := pendingTeardowns(ctx, hc, hub.namespace())

@@ -56,11 +56,9 @@ func ListOrphans(ctx context.Context, hub Hub, opts OrphansOptions) (*OrphansVie
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := hc.cs.CoreV1().Secrets(hub.namespace()).List(ctx, metav1.ListOptions{
-		LabelSelector: v1alpha1.MemberSecretLabel + "=true",
-	})
+	secrets, err := registrations(ctx, hc, hub.namespace())
 	if err != nil {
-		return nil, fmt.Errorf("failed to list registration Secrets in %s on the hub: %w", hub.namespace(), err)
+		return nil, err
 	}
 	var regs []*corev1.Secret
 	for i := range secrets.Items {

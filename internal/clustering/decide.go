@@ -369,10 +369,7 @@ func (e *engine) computeErrant() {
 	pst := e.status(e.p)
 	// A primary still being promoted (its controller died while it applied what it received) is about to hold
 	// what it received; a replica that holds it too is not errant.
-	primary := pst.Executed
-	if pst.Replica != nil && pst.Replica.Received != nil {
-		primary = primary.Union(pst.Replica.Received)
-	}
+	primary := heldBy(pst)
 	var errant []int
 	for i, o := range e.obs {
 		if i == e.p {

@@ -72,7 +72,7 @@ func (e *engine) rebuilds() rebuildPlan {
 			continue
 		}
 		st := o.Status
-		discard := mysql.ErrantTransactions(st.Executed, e.primarySet(), e.status(e.p).SourceID)
+		discard := mysql.ErrantTransactions(st.Executed, heldBy(e.status(e.p)), e.status(e.p).SourceID)
 		if id, ok := requested[i]; ok {
 			if st.Executed.IsEmpty() {
 				p.requested = append(p.requested, id) // nothing to empty
@@ -118,7 +118,7 @@ func (e *engine) rebuildable(i int) (string, bool) {
 	if other := set.Without(st.SourceID); !other.IsEmpty() {
 		return fmt.Sprintf("it holds %s, written by other servers", other), false
 	}
-	primary := e.primarySet()
+	primary := heldBy(e.status(e.p))
 	for j, o := range e.obs {
 		if j == i || j == e.p {
 			continue
@@ -133,15 +133,6 @@ func (e *engine) rebuildable(i int) (string, bool) {
 	}
 	return fmt.Sprintf("%s are its own unacknowledged transactions from its term as primary (semi-sync in force "+
 		"throughout, held by no other instance)", set), true
-}
-
-// primarySet is what the primary holds or is about to apply (see computeErrant).
-func (e *engine) primarySet() mysql.GTIDSet {
-	pst := e.status(e.p)
-	if pst.Replica != nil && pst.Replica.Received != nil {
-		return pst.Executed.Union(pst.Replica.Received)
-	}
-	return pst.Executed
 }
 
 // trackTerms keeps in the record what judging errant instances later needs: whether the primary's commits could
