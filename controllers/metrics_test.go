@@ -32,11 +32,7 @@ func TestClusterPhaseMetric(t *testing.T) {
 func phaseSeries(g Gomega, key client.ObjectKey) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range managerMetrics(g)["mysqlfleet_cluster_phase"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["cluster_namespace"] == key.Namespace && labels["cluster_name"] == key.Name {
+		if labels := labelsOf(m); labels["cluster_namespace"] == key.Namespace && labels["cluster_name"] == key.Name {
 			out[labels["phase"]] = m.GetGauge().GetValue()
 		}
 	}

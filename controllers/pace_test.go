@@ -34,6 +34,9 @@ func TestMemberChangePassesWaitForPlacement(t *testing.T) {
 	eventuallyConverged(g, client.ObjectKeyFromObject(held))
 	key := client.ObjectKeyFromObject(waiting)
 	eventuallyConverged(g, key)
+	// A pass of waiting still in flight when azure stops (the echo of a Pod's status there) reports it at once,
+	// rightly: the test begins once no pass is in flight or has ended for a while.
+	eventuallyQuiet(g)
 	azurePhase := func() v1alpha1.Phase {
 		if ms := memberStatus(get(g, key), azure); ms != nil {
 			return ms.Phase
@@ -63,6 +66,33 @@ func TestMemberChangePassesWaitForPlacement(t *testing.T) {
 	eventuallyConverged(g, key)
 	g.Expect(hub.Delete(ctx, waiting)).To(Succeed())
 	eventuallyGone(g, key)
+}
+
+// eventuallyQuiet waits until no MySQLCluster pass is in flight and none has ended for two seconds.
+func eventuallyQuiet(g Gomega) {
+	passes := func() (ended, inFlight float64) {
+		families := managerMetrics(g)
+		for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+			if labelsOf(m)["controller"] == "mysqlcluster" {
+				ended += m.GetCounter().GetValue()
+			}
+		}
+		for _, m := range families["controller_runtime_active_workers"].GetMetric() {
+			if labelsOf(m)["controller"] == "mysqlcluster" {
+				inFlight += m.GetGauge().GetValue()
+			}
+		}
+		return ended, inFlight
+	}
+	g.Eventually(func() bool {
+		before, _ := passes()
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if ended, inFlight := passes(); ended != before || inFlight != 0 {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 100*time.Millisecond).Should(BeTrue(), "no MySQLCluster pass in flight or ending")
 }
 
 // passesWaiting reads mysqlfleet_member_change_passes_waiting from the in-process manager's registry; -1 while

@@ -175,11 +175,7 @@ func ownedBy(g Gomega, member, ns string, uid ktypes.UID) []string {
 // orphanGauge reads mysqlfleet_member_orphaned_objects for a member and kind; -1 while it has no series.
 func orphanGauge(g Gomega, member, kind string) float64 {
 	for _, m := range managerMetrics(g)["mysqlfleet_member_orphaned_objects"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["member"] == member && l["kind"] == kind {
+		if l := labelsOf(m); l["member"] == member && l["kind"] == kind {
 			return m.GetGauge().GetValue()
 		}
 	}

@@ -437,11 +437,7 @@ func replicationEvents(g Gomega, c *v1alpha1.MySQLCluster, reason string) []stri
 // failoverCount reads the manager's mysqlfleet_member_failovers_total for the MySQLCluster in a member.
 func failoverCount(g Gomega, c *v1alpha1.MySQLCluster, member string) float64 {
 	for _, m := range managerMetrics(g)["mysqlfleet_member_failovers_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["cluster_namespace"] == c.Namespace && l["cluster_name"] == c.Name && l["member"] == member {
+		if l := labelsOf(m); l["cluster_namespace"] == c.Namespace && l["cluster_name"] == c.Name && l["member"] == member {
 			return m.GetCounter().GetValue()
 		}
 	}

@@ -115,6 +115,15 @@ func managerMetrics(g Gomega) map[string]*dto.MetricFamily {
 	return out
 }
 
+// labelsOf is a sample's labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
 func diff(before, after map[string]float64) map[string]float64 {
 	d := map[string]float64{}
 	for k, v := range after {
