@@ -37,14 +37,14 @@ func startMemberController(t *testing.T, name string, resolve member.Resolver) {
 		!apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	for _, o := range member.RBAC(ns) {
+	for _, o := range render.MemberControllerRBAC(ns) {
 		if err := mc.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
 	cfg := rest.CopyConfig(fleet.Member(name).Config)
 	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + ns + ":" + member.ServiceAccountName,
+		UserName: "system:serviceaccount:" + ns + ":" + render.MemberControllerName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 	}
 	mgr, err := member.New(cfg, member.Options{

@@ -123,14 +123,14 @@ func startEnv(b *testing.B, logs string) *env {
 		!apierrors.IsAlreadyExists(err) {
 		b.Fatal(err)
 	}
-	for _, o := range member.RBAC(controllerNS) {
+	for _, o := range render.MemberControllerRBAC(controllerNS) {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			b.Fatal(err)
 		}
 	}
 	cfg := rest.CopyConfig(m.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + controllerNS + ":" + member.ServiceAccountName,
+		UserName: "system:serviceaccount:" + controllerNS + ":" + render.MemberControllerName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + controllerNS, "system:authenticated"},
 	}
 	// cmd/member's defaults throughout (unless -poll-interval or -status-timeout say otherwise): leader election on its Lease with the default durations, four sets at a

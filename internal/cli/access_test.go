@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 
 	. "github.com/onsi/gomega"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -12,6 +13,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // rule is a policy rule in a comparable form.
@@ -40,7 +42,7 @@ var namespacedGrant = []rule{
 
 func TestMemberAccessClusterWide(t *testing.T) {
 	g := NewWithT(t)
-	a := MemberAccess(nil)
+	a := render.MemberAccess(nil)
 	g.Expect(rules(a.ClusterRole.Rules)).To(Equal(append([]rule{
 		{"", "namespaces", "get,list,watch,create,patch", ""},
 	}, namespacedGrant...)))
@@ -58,7 +60,7 @@ func TestMemberAccessClusterWide(t *testing.T) {
 
 func TestMemberAccessConfined(t *testing.T) {
 	g := NewWithT(t)
-	a := MemberAccess([]string{"billing", "shop"})
+	a := render.MemberAccess([]string{"billing", "shop"})
 	g.Expect(rules(a.ClusterRole.Rules)).To(Equal([]rule{
 		{"", "namespaces", "get,list,watch", ""},
 		{"", "namespaces", "patch", "billing,shop"},
@@ -80,7 +82,7 @@ func TestMemberAccessConfined(t *testing.T) {
 // No rule may ever grant a wildcard or a verb that lets the holder raise its own privileges.
 func TestMemberAccessGrantsNothingDangerous(t *testing.T) {
 	g := NewWithT(t)
-	for _, a := range []Access{MemberAccess(nil), MemberAccess([]string{"a"})} {
+	for _, a := range []render.Access{render.MemberAccess(nil), render.MemberAccess([]string{"a"})} {
 		all := append([]rbacv1ac.PolicyRuleApplyConfiguration(nil), a.ClusterRole.Rules...)
 		for _, r := range a.Roles {
 			all = append(all, r.Rules...)

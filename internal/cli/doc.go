@@ -12,43 +12,30 @@
 // objects of MySQLCluster UIDs the hub does not know, and deletes them only when asked.
 package cli
 
-// Names and labels that join writes, in members and on the hub.
+import "github.com/mysqlfleet/mysqlfleet/internal/render"
+
+// Names join writes, in members and on the hub. The objects join applies in a member are built by
+// internal/render (join.go); these are its names, as the CLI's commands and tests use them.
 const (
 	// DefaultFleetNamespace is the manager's namespace on the hub, where registration Secrets live.
 	DefaultFleetNamespace = "mysqlfleet-system"
-	// FieldManager is the server-side apply field manager of everything the CLI writes. It differs from the
-	// manager's ("mysqlfleet") so that neither takes the other's fields.
-	FieldManager = "mysqlfleet-cli"
+	// FieldManager is the server-side apply field manager of everything the CLI writes.
+	FieldManager = render.JoinFieldManager
 
 	// MemberNamespace is the namespace in each member that holds the manager's ServiceAccount and its token.
-	MemberNamespace = "mysqlfleet-system"
+	MemberNamespace = render.JoinNamespace
 	// ServiceAccountName is the identity the manager acts as in a member.
-	ServiceAccountName = "mysqlfleet-member"
-	// RoleName names the ClusterRole, ClusterRoleBinding and (with namespaces) every Role and RoleBinding.
-	RoleName = "mysqlfleet-member"
-	// TokenSecretName is the ServiceAccount's long-lived token Secret. A TokenRequest token, used where no token
-	// controller fills this Secret, is bound to it, so that deleting the Secret revokes either kind of token.
-	TokenSecretName = "mysqlfleet-member-token"
+	ServiceAccountName = render.HubServiceAccountName
+	// RoleName names the hub's ClusterRole, ClusterRoleBinding and (with namespaces) every Role and RoleBinding.
+	RoleName = render.HubRoleName
+	// TokenSecretName is the ServiceAccount's long-lived token Secret.
+	TokenSecretName = render.HubTokenSecretName
+	// MemberControllerName names the member controller's Deployment, ServiceAccount and RBAC.
+	MemberControllerName = render.MemberControllerName
 )
 
-// Labels on every object join writes into a member, so that unjoin (and a later join, pruning Roles of
-// namespaces no longer listed) finds them. The managed-by value is not the manager's, whose member caches select
-// managed-by=mysqlfleet: these objects are not the manager's to watch.
-const (
-	accessComponent = "member-access"
-	managedByCLI    = FieldManager
-)
-
-func accessLabels() map[string]string {
-	return map[string]string{
-		"app.kubernetes.io/name":       "mysqlfleet",
-		"app.kubernetes.io/component":  accessComponent,
-		"app.kubernetes.io/managed-by": managedByCLI,
-	}
-}
-
-// accessSelector selects what accessLabels marks.
-const accessSelector = "app.kubernetes.io/component=" + accessComponent + ",app.kubernetes.io/managed-by=" + managedByCLI
+// accessSelector selects the hub's access objects join writes into a member.
+const accessSelector = render.AccessSelector
 
 // serviceAccountUser is the user name the member's API server gives the manager's token.
 const serviceAccountUser = "system:serviceaccount:" + MemberNamespace + ":" + ServiceAccountName

@@ -19,6 +19,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 // Defaults of JoinOptions.
@@ -293,7 +294,7 @@ type joiner struct {
 // applyAccess applies MemberAccess in the member and removes Roles and RoleBindings of namespaces that a
 // previous join listed and this one does not.
 func (j *joiner) applyAccess(ctx context.Context) error {
-	a := MemberAccess(j.opts.Namespaces)
+	a := render.MemberAccess(j.opts.Namespaces)
 	cs := j.mc.cs
 	for _, ns := range a.Namespaces {
 		if _, err := cs.CoreV1().Namespaces().Apply(ctx, ns, applyOptions); err != nil {

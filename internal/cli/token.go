@@ -17,6 +17,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
+	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
 type token struct {
@@ -62,7 +63,7 @@ func (j *joiner) token(ctx context.Context, previous *corev1.Secret) (token, err
 		}
 		say(j.out, "token: revoked the previous token (deleted Secret %s/%s)\n", MemberNamespace, TokenSecretName)
 	}
-	if _, err := secrets.Apply(ctx, tokenSecret(), applyOptions); err != nil {
+	if _, err := secrets.Apply(ctx, render.HubTokenSecret(), applyOptions); err != nil {
 		return token{}, fmt.Errorf("failed to apply token Secret %s/%s in member %s: %w", MemberNamespace, TokenSecretName, j.opts.Name, err)
 	}
 

@@ -89,10 +89,11 @@
 // # How it gets into each member
 //
 // Decision: `mysqlfleet join` installs it into the member, in its own namespace, with its own ServiceAccount
-// and the least-privilege RBAC of RBAC (ClusterRules, NamespaceRules), as a Deployment of the manager's image
+// and least-privilege RBAC (render.MemberControllerClusterRules and MemberControllerNamespaceRules), as a Deployment of the manager's image
 // running mysqlfleet-member (cmd/member) with --leader-elect and two replicas. Reasons: it then runs with the
 // member's own credentials, not the hub's, and goes on failing over when the hub is unreachable, which is the
 // point of deciding inside the member; the hub's member credential needs no RBAC or Deployment rights; and it
 // is one controller per member however many MySQLClusters are placed there. The hub only reads the report
-// through the member API server (internal/cli's MemberController builds what join applies).
+// through the member API server (render.MemberController builds what join applies, with everything else
+// mysqlfleet writes into a member).
 package member

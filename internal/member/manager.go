@@ -32,7 +32,7 @@ import (
 )
 
 // DefaultLeaderElectionID is the name of the member controller's Lease.
-const DefaultLeaderElectionID = "mysqlfleet-member-controller"
+const DefaultLeaderElectionID = render.MemberControllerName
 
 // Options of the member controller's manager. cmd/member fills them from flags; tests build the same manager
 // in-process.

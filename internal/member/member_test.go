@@ -125,7 +125,7 @@ func startAPI(t *testing.T) (*env, *rest.Config) {
 			t.Fatal(err)
 		}
 	}
-	for _, o := range RBAC(controllerNS) {
+	for _, o := range render.MemberControllerRBAC(controllerNS) {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("failed to create %T %s: %v", o, o.GetName(), err)
 		}
@@ -134,7 +134,7 @@ func startAPI(t *testing.T) (*env, *rest.Config) {
 	// The controller's identity: its ServiceAccount, so that the RBAC above is what it may do.
 	sa := rest.CopyConfig(cfg)
 	sa.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + controllerNS + ":" + ServiceAccountName,
+		UserName: "system:serviceaccount:" + controllerNS + ":" + render.MemberControllerName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + controllerNS, "system:authenticated"},
 	}
 	// The RBAC is enforced: a test that passed because everything is allowed would prove nothing.
