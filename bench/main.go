@@ -390,7 +390,7 @@ func host() Host {
 	h := Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", ".").Output(); err == nil && len(st) > 0 {
+		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
 			h.Commit += "-dirty"
 		}
 	}
