@@ -149,7 +149,7 @@ $(BIN)/golangci-lint:
 
 # Which images make kind-images builds. Where a registry is reachable, build only the project's own and name
 # public ones instead, e.g. KIND_IMAGES="provisioner manager" KIND_NODE_IMAGE=kindest/node:v1.36.3
-# KIND_MARIADB_IMAGE=mariadb:10.11 (see README, kind tier).
+# KIND_MARIADB_IMAGE=mariadb:10.11 (see docs/testing.md, kind tier).
 KIND_IMAGES ?= node mariadb provisioner manager
 KIND_MEMBERS ?= 0
 .PHONY: kind-images
