@@ -595,7 +595,7 @@ func (recs *records) failoverSection(b *strings.Builder) {
 	for _, rec := range recs.failover {
 		r := rec.r
 		how := ""
-		if r.Timestamp < "20261129" {
+		if !r.Host.WholeTree {
 			how = "under bench/failover" // the check for changes looked at the package's directory only
 		}
 		c := r.Controller

@@ -128,7 +128,7 @@ type Convergence struct {
 
 // ConvergenceRun is one run of the convergence phase, on namespaces of its own.
 type ConvergenceRun struct {
-	// Order names the approaches in the order they ran (see approachOrder); runs recorded before 2026-11-29 lack it.
+	// Order names the approaches in the order they ran (see approachOrder); earlier runs lack it.
 	Order        []string `json:"order,omitempty"`
 	MySQLFleet   Run      `json:"mysqlfleet"`
 	Kubectl      Run      `json:"kubectl"`

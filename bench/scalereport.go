@@ -39,8 +39,7 @@ type ScaleParams struct {
 	Replicas     int     `json:"replicas"`
 	IdleSeconds  float64 `json:"idleSeconds"`
 	Workers      int     `json:"floorWorkersPerMember"`
-	// ManagerProcs is every replica's GOMAXPROCS, PinTiers whether -pin-tiers ran; runs recorded before 2026-11-29
-	// lack both.
+	// ManagerProcs is every replica's GOMAXPROCS, PinTiers whether -pin-tiers ran; earlier runs lack both.
 	ManagerProcs int  `json:"managerProcs,omitempty"`
 	PinTiers     bool `json:"pinTiers,omitempty"`
 }

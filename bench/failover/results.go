@@ -23,7 +23,10 @@ type Host struct {
 	LoadEnd   [3]float64 `json:"loadAverageEnd"`
 	GoVersion string     `json:"goVersion"`
 	MariaDB   string     `json:"mariadb"`
-	Commit    string     `json:"commit,omitempty"`
+	// Commit is the checked-out revision, with -dirty when the work tree had changes. WholeTree tells that the
+	// check looked at the whole work tree: runs recorded without it looked under bench/failover only.
+	Commit    string `json:"commit,omitempty"`
+	WholeTree bool   `json:"commitCheckedWholeTree,omitempty"`
 }
 
 // Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.

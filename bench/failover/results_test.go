@@ -24,7 +24,7 @@ func newResults(stamp string) *Results {
 			Warmup: flagWarmup.String(), Spread: spreadOf(*flagSpread)},
 	}
 	if rev, ok := commit(); ok {
-		r.Host.Commit = rev
+		r.Host.Commit, r.Host.WholeTree = rev, true
 	}
 	return r
 }
@@ -285,7 +285,7 @@ func relative(events []event, t0 time.Time) []string {
 }
 
 // commit is the checked-out revision, marked -dirty when the work tree has changes anywhere. go test runs in the
-// package's directory, so a pathspec of "." would look at bench/failover only, as runs recorded before 2026-11-29 did.
+// package's directory, so a pathspec of "." would look at bench/failover only, as runs without Host.WholeTree did.
 func commit() (string, bool) {
 	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
