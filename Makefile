@@ -116,6 +116,10 @@ FAILOVER_FLAGS ?= -runs=10
 bench-failover: deps test-tools ## Time failover (kill -9, frozen primary) and switchover to the first write through <name>-primary on real MariaDB servers; figures in bench/results/failover-*.json.
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/failover -args $(FAILOVER_FLAGS)
 
+.PHONY: bench-docs
+bench-docs: ## Regenerate the tables of docs/benchmarks.md from bench/results/*.json (go test ./bench checks them).
+	go run ./bench -docs docs/benchmarks.md
+
 BACKUP_FLAGS ?= -runs=3
 .PHONY: bench-backup
 bench-backup: deps ## Time the backup runner against `mariadb-dump | gzip` (and the restores) on a database of 1.1 GiB on real MariaDB; figures in bench/results/backup-*.json.
@@ -145,7 +149,7 @@ $(BIN)/golangci-lint:
 
 # Which images make kind-images builds. Where a registry is reachable, build only the project's own and name
 # public ones instead, e.g. KIND_IMAGES="provisioner manager" KIND_NODE_IMAGE=kindest/node:v1.36.3
-# KIND_MARIADB_IMAGE=mariadb:10.11 (see README, kind tier).
+# KIND_MARIADB_IMAGE=mariadb:10.11 (see docs/testing.md, kind tier).
 KIND_IMAGES ?= node mariadb provisioner manager
 KIND_MEMBERS ?= 0
 .PHONY: kind-images

@@ -98,7 +98,15 @@ func main() {
 	fs.IntVar(&o.managerWorkers, "manager-workers", controllers.DefaultWorkers, "the manager's --workers")
 	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
 	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3; 1 runs one unsharded replica twice), with memory per replica, a takeover and idle writes, and a PNG plot")
+	docs := fs.String("docs", "", "only rewrite the generated tables of this Markdown page (docs/benchmarks.md) from the JSON in -out, and run nothing")
 	_ = fs.Parse(os.Args[1:])
+	if *docs != "" {
+		if err := writeDocs(*docs, o.out); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -docs: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, f := range strings.Split(*scale, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 2 {
 			o.scale = append(o.scale, n)
@@ -390,7 +398,7 @@ func host() Host {
 	h := Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", ".").Output(); err == nil && len(st) > 0 {
+		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
 			h.Commit += "-dirty"
 		}
 	}

@@ -173,10 +173,10 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 		b.cached += out.MySQLFleet.Objects - out.MySQLFleet.Missing
 		b.quiesce(ctx)
 	}
-	order := []func(){floor, kubectl, mysqlfleet}
-	first := len(order) - (rep-1)%len(order) // run 1 starts with the floor, run 2 with mysqlfleet, ...
-	for i := range order {
-		order[(first+i)%len(order)]()
+	run := map[string]func(){approachFloor: floor, approachKubectl: kubectl, approachMySQLFleet: mysqlfleet}
+	out.Order = approachOrder(rep)
+	for _, name := range out.Order {
+		run[name]()
 	}
 	if gerr != nil {
 		return out, nil, gerr
@@ -189,6 +189,25 @@ func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Clust
 		conv.TotalSeconds, conv.P50Seconds, conv.P99Seconds, out.RatioKubectl, out.RatioFloor, out.ApplyRatioFloor,
 		fmtApplyErrors(conv.ApplyErrors), conv.Manager["reconciles"])
 	return out, g, nil
+}
+
+// The approaches of the convergence phase, as ConvergenceRun.Order names them.
+const (
+	approachFloor      = "floor"
+	approachKubectl    = "kubectl"
+	approachMySQLFleet = "mysqlfleet"
+)
+
+// approachOrder is the order of the approaches in run rep (from 1): run 1 starts with the floor, run 2 with
+// mysqlfleet, run 3 with kubectl, and so on.
+func approachOrder(rep int) []string {
+	order := []string{approachFloor, approachKubectl, approachMySQLFleet}
+	first := len(order) - (rep-1)%len(order)
+	out := make([]string, 0, len(order))
+	for i := range order {
+		out = append(out, order[(first+i)%len(order)])
+	}
+	return out
 }
 
 // profileMember records, in the background, a CPU profile of the first member's API server over the first

@@ -128,11 +128,13 @@ type Convergence struct {
 
 // ConvergenceRun is one run of the convergence phase, on namespaces of its own.
 type ConvergenceRun struct {
-	MySQLFleet   Run     `json:"mysqlfleet"`
-	Kubectl      Run     `json:"kubectl"`
-	Floor        Run     `json:"floor"`
-	RatioKubectl float64 `json:"ratioToKubectl"`
-	RatioFloor   float64 `json:"ratioToFloor"`
+	// Order names the approaches in the order they ran (see approachOrder); earlier runs lack it.
+	Order        []string `json:"order,omitempty"`
+	MySQLFleet   Run      `json:"mysqlfleet"`
+	Kubectl      Run      `json:"kubectl"`
+	Floor        Run      `json:"floor"`
+	RatioKubectl float64  `json:"ratioToKubectl"`
+	RatioFloor   float64  `json:"ratioToFloor"`
 	// ApplyRatioFloor is the member API servers' mean apply latency in mysqlfleet's run over the floor's.
 	ApplyRatioFloor float64 `json:"memberApplyRatioToFloor"`
 }

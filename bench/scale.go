@@ -48,7 +48,7 @@ func (b *bench) runScale(ctx context.Context, stamp string) int {
 	o := b.o
 	res := &ScaleResults{Started: time.Now(), Host: b.res.Host, Profiles: b.profDir, Params: ScaleParams{
 		Members: o.scale, Clusters: o.clusters, PerNamespace: o.perNamespace, Replicas: o.replicas,
-		IdleSeconds: o.idle.Seconds(), Workers: o.workers,
+		IdleSeconds: o.idle.Seconds(), Workers: o.workers, ManagerProcs: o.managerProcs, PinTiers: o.pinTiers,
 	}}
 	for _, n := range o.scale {
 		if ctx.Err() != nil {

@@ -39,6 +39,9 @@ type ScaleParams struct {
 	Replicas     int     `json:"replicas"`
 	IdleSeconds  float64 `json:"idleSeconds"`
 	Workers      int     `json:"floorWorkersPerMember"`
+	// ManagerProcs is every replica's GOMAXPROCS, PinTiers whether -pin-tiers ran; earlier runs lack both.
+	ManagerProcs int  `json:"managerProcs,omitempty"`
+	PinTiers     bool `json:"pinTiers,omitempty"`
 }
 
 // ScaleSize is one fleet size: a run with one replica and one with the sharded replicas, each on a fleet of its

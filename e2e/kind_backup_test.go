@@ -15,7 +15,7 @@ import (
 )
 
 // Backups taken by the backup runner from a real server into a real volume, and restored into a new MySQLCluster
-// by its restore Job, as README's "Backups and restore" says.
+// by its restore Job, as docs/backups.md says.
 var _ = Describe("Backup and restore on real Pods", Label(string(RealPods), string(Backup)), func() {
 	It("backs up a replica into the backup volume on request, and restores that backup into a new MySQLCluster", func(ctx SpecContext) {
 		member := "gcp-us-central1"

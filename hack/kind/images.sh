@@ -109,7 +109,7 @@ need_debootstrap() {
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
     return
   fi
-  log "debootstrap is missing: install it (any distribution packages it), or build only the project's images: KIND_IMAGES=\"provisioner manager\" with public node and database images (README, kind tier)"
+  log "debootstrap is missing: install it (any distribution packages it), or build only the project's images: KIND_IMAGES=\"provisioner manager\" with public node and database images (docs/testing.md, kind tier)"
   return 1
 }
 

@@ -455,7 +455,7 @@ func testClusterWideRBAC(e *env, t *testing.T) {
 	allow := append(managerNeeds(""),
 		access{verb: "create", resource: "namespaces"},
 		access{verb: "patch", resource: "namespaces", name: "shop"},
-		// Decision, documented in the README: the manager lists and watches Secrets cluster-wide today (its
+		// Decision, documented in docs/hub.md (Registering members): the manager lists and watches Secrets cluster-wide today (its
 		// member cache is filtered by label, which RBAC cannot express), so without --namespaces the
 		// credential can read every Secret of the member. --namespaces is how to confine it.
 		access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"},

@@ -217,7 +217,7 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 	}
 	if needed {
 		o.logf("docker run --privileged fails on this Docker host (%s):", firstLine(probe))
-		o.logf("kind's node containers start through the adapter hack/kind/adapter (--cap-add ALL --cap-drop SYS_RESOURCE instead of --privileged; see README, kind tier)")
+		o.logf("kind's node containers start through the adapter hack/kind/adapter (--cap-add ALL --cap-drop SYS_RESOURCE instead of --privileged; see docs/testing.md, kind tier)")
 		if err := useAdapter(o.Root); err != nil {
 			return nil, err
 		}

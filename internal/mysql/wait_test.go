@@ -48,7 +48,7 @@ func TestWaitForGTIDNeedsEveryRunNotJustThePosition(t *testing.T) {
 	}
 }
 
-// A limit of semi-sync on MariaDB, which the README states: an acknowledgement means the replica received the
+// A limit of semi-sync on MariaDB, which docs/member.md states: an acknowledgement means the replica received the
 // transaction into its relay log, and a replica that restarts in GTID mode discards its relay log and starts
 // again from what it applied (gtid_slave_pos). Acknowledged transactions it had not applied are then on the
 // primary only, and losing the primary too (a second fault) loses them.

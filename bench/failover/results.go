@@ -1,0 +1,115 @@
+package failover
+
+// The types of the JSON a run records live outside the test files so that bench's docs command (go run ./bench
+// -docs) can read them: docs/benchmarks.md is generated from them.
+
+// Results is what a benchmark run records, as JSON in bench/results/failover-<timestamp>.json.
+type Results struct {
+	Timestamp  string     `json:"timestamp"`
+	Host       Host       `json:"host"`
+	Controller Controller `json:"memberController"`
+	Writer     Writer     `json:"writer"`
+	Failover   *Figure    `json:"failover,omitempty"`
+	Frozen     *Figure    `json:"frozenPrimaryFailover,omitempty"`
+	Switchover *Figure    `json:"switchover,omitempty"`
+}
+
+// Host is the machine and its load: the servers, the member's control plane and the controller share its cores
+// with whatever else runs.
+type Host struct {
+	Cores int `json:"cores"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load averages.
+	LoadStart [3]float64 `json:"loadAverageStart"`
+	LoadEnd   [3]float64 `json:"loadAverageEnd"`
+	GoVersion string     `json:"goVersion"`
+	MariaDB   string     `json:"mariadb"`
+	// Commit is the checked-out revision, with -dirty when the work tree had changes. WholeTree tells that the
+	// check looked at the whole work tree: runs recorded without it looked under bench/failover only.
+	Commit    string `json:"commit,omitempty"`
+	WholeTree bool   `json:"commitCheckedWholeTree,omitempty"`
+}
+
+// Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.
+type Controller struct {
+	// Defaults tells whether every value is cmd/member's default.
+	Defaults            bool   `json:"cmdMemberDefaults"`
+	PollInterval        string `json:"pollInterval"`
+	BusyInterval        string `json:"busyInterval"`
+	StatusTimeout       string `json:"statusTimeout"`
+	PassTimeout         string `json:"passTimeout"`
+	MaxLag              string `json:"maxLag"`
+	ReplicaConnectRetry string `json:"replicaConnectRetry"`
+	LeaderElection      bool   `json:"leaderElection"`
+}
+
+// Writer is how the client wrote.
+type Writer struct {
+	EndpointPoll string `json:"endpointSlicePoll"`
+	WriteTimeout string `json:"writeTimeout"`
+	Warmup       string `json:"warmup"`
+	Spread       string `json:"spread"`
+}
+
+// Figure is one kind of run: its runs and their minimum, median and maximum.
+type Figure struct {
+	What          string  `json:"what"`
+	TargetSeconds float64 `json:"targetMedianSeconds"`
+	Completed     int     `json:"completedRuns"`
+	MinSeconds    float64 `json:"minSeconds"`
+	MedianSeconds float64 `json:"medianSeconds"`
+	MaxSeconds    float64 `json:"maxSeconds"`
+	// Met tells whether the median is within the target (false when no run completed).
+	Met bool `json:"targetMet"`
+	// LostWrites is the sum over the runs of acknowledged writes missing on the new primary; it must be 0.
+	LostWrites int `json:"acknowledgedWritesLost"`
+	// PhaseMedians are the medians over completed runs of each phase's time after the fault or request.
+	PhaseMedians []Phase `json:"phaseMedians"`
+	Runs         []Run   `json:"runs"`
+}
+
+// Run is one fault or request on a fresh set.
+type Run struct {
+	Kind  string  `json:"kind"`
+	Index int     `json:"run"`
+	Load1 float64 `json:"load1AtStart"`
+	// SpreadSeconds is the random part of the warmup, which places the fault in the controller's poll cycle.
+	SpreadSeconds float64 `json:"spreadSeconds"`
+	From          string  `json:"from"`
+	To            string  `json:"to,omitempty"`
+	// Seconds is from the kill (or the annotation write) to the first write the new primary acknowledged.
+	Seconds float64 `json:"seconds"`
+	// GapSeconds is the client's time without an acknowledged write: the last one before the new primary's
+	// first, to that first.
+	GapSeconds   float64 `json:"gapSeconds"`
+	Phases       []Phase `json:"phases,omitempty"`
+	Acknowledged int     `json:"acknowledgedWrites"`
+	FailedWrites int     `json:"failedWrites"`
+	Lost         int     `json:"acknowledgedWritesLost"`
+	LostIDs      []int64 `json:"lostIDs,omitempty"`
+	// SemiSyncBefore is the old primary's semi-sync status just before the fault or request, SemiSyncAfter the
+	// new primary's after the run's last write: every acknowledged write waited for a replica (no_tx 0).
+	SemiSyncBefore SemiSync `json:"semiSyncBefore"`
+	SemiSyncAfter  SemiSync `json:"semiSyncAfter"`
+	Transition     string   `json:"reportedTransition,omitempty"`
+	// EndpointSliceRetries counts the member's EndpointSlice controller retrying <name>-primary during the run
+	// because its cache lagged its own write: each costs the endpoints a second or more.
+	EndpointSliceRetries int `json:"endpointSliceRetries"`
+	// Timeline is every change seen in the member during the run, in seconds after the fault or request.
+	Timeline []string `json:"timeline,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// Phase is a moment after the fault or request; -1 when it was not seen.
+type Phase struct {
+	Name    string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+// SemiSync is a primary's semi-sync counters.
+type SemiSync struct {
+	Version string `json:"-"`
+	Status  string `json:"status"`
+	Clients int    `json:"clients"`
+	YesTx   int64  `json:"yesTx"`
+	NoTx    int64  `json:"noTx"`
+}
