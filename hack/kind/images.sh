@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds, with no container registry, every image the kind tier needs, pinned by hack/versions.env and cached on
-# this machine by version and by a hash of their inputs (the scripts and files under hack/kind):
+# this machine by version and by a hash of their inputs (the scripts and files under hack/kind, and the
+# provisioner library test/provisioner):
 #
 #   mysqlfleet/kind-node:$KUBE_VERSION-<key>   kind's node image: Debian bookworm (debootstrap) with systemd,
 #       containerd, runc, iptables/nftables and Debian's CNI plugins; kind's base files copied from the kind module
@@ -10,7 +11,7 @@
 #   mariadb:$KIND_MARIADB_VERSION               MariaDB from Debian's packages, with an entrypoint that honours the
 #       official image's environment variables (hack/kind/mariadb/docker-entrypoint.sh).
 #   mysqlfleet/kind-local-path:<key>             the storage provisioner of the cloud-named StorageClasses
-#       (hack/kind/provisioner).
+#       (hack/kind/provisioner, over the library test/provisioner).
 #   mysqlfleet/manager:kind                     the manager image (make docker-build), with /manager,
 #       /mysqlfleet-backup and /mysqlfleet-member.
 #
@@ -423,7 +424,7 @@ mariadb_image() {
 
 provisioner_image() {
   local k ref archive dir
-  k=$(key <(declare -f provisioner_image import_dir) "$here"/provisioner/*.go "$root/go.sum")
+  k=$(key <(declare -f provisioner_image import_dir) "$here"/provisioner/*.go "$root"/test/provisioner/*.go "$root/go.sum")
   ref=mysqlfleet/kind-local-path:$k
   archive=$kcache/images/kind-local-path-$k.tar
   PROVISIONER_IMAGE=$ref PROVISIONER_ARCHIVE=$archive

@@ -16,17 +16,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/mysqlfleet/mysqlfleet/test/provisioner"
 )
 
 // FakeNodeName is the kwok node every member schedules its Pods on.
 const FakeNodeName = "kwok-node-0"
 
+// volumeDir is where the members' volumes would be on a node; no Pod runs, so nothing is made there.
+const volumeDir = "/var/lib/testfleet"
+
+// provisionerFor names the StorageClass provisioner after the cloud's CSI driver, so that a member looks like
+// one of that cloud; the member's provisioner serves it.
+func provisionerFor(cloud string) string {
+	switch cloud {
+	case "aws":
+		return "ebs.csi.aws.com"
+	case "azure":
+		return "disk.csi.azure.com"
+	case "gcp":
+		return "pd.csi.storage.gke.io"
+	}
+	return "testfleet.mysqlfleet.io"
+}
+
 // startWorkloads makes a bare control plane run workloads: kube-controller-manager (StatefulSets make Pods and
 // PVCs, CronJobs make Jobs, PVCs bind, garbage is collected), kube-scheduler, kwok with one fake node (Pods
-// become Running and Ready, Jobs complete), for every StorageClass of the definition a provisioner that
-// creates, binds, expands and reclaims volumes the way a CSI driver would, and the jobs runner, which runs
-// mysqlfleet's backup and restore Jobs for real (jobs.go).
+// become Running and Ready, Jobs complete), a provisioner (test/provisioner) that serves the definition's
+// StorageClasses as a CSI driver would, and the jobs runner, which runs mysqlfleet's backup and restore Jobs for
+// real (jobs.go).
 func (c *Cluster) startWorkloads(ctx context.Context) error {
 	c.workloads = true
 	if err := c.startControllers(); err != nil {
@@ -54,6 +74,10 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	if err := c.createStorageClasses(ctx, cs); err != nil {
 		return err
 	}
+	prov, err := provisioner.New(cs, provisioner.Config{Provisioners: []string{provisionerFor(c.Cloud)}, BaseDir: volumeDir})
+	if err != nil {
+		return err
+	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
 	c.cancelLoop = cancel
@@ -61,7 +85,8 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	c.loops.Add(1)
 	go func() {
 		defer c.loops.Done()
-		newProvisioner(cs, c.Definition.StorageClassNames()).run(loopCtx)
+		// A fleet of hundreds of volumes would log each one; they are debug detail here.
+		prov.Run(klog.NewContext(loopCtx, klog.Background().V(2)))
 	}()
 	jobs := &jobsRunner{cs: cs, dir: filepath.Join(c.Dir, "jobs"), binary: runnerBinary(c.Dir), started: map[string]bool{}}
 	if err := os.MkdirAll(jobs.dir, 0o700); err != nil {
