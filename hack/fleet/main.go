@@ -414,8 +414,8 @@ func demo(dir string) error {
 		// The local members run no token controller, so join falls back to a TokenRequest token at once. kwok's
 		// nodes run no container, so the member controller's Deployment is left out: the supervisor runs each
 		// member's controller instead, as the same ServiceAccount.
-		if err := show(c.onHub(c.mysqlfleet)+" join "+m.Name+" --member-kubeconfig "+rel(m.Kubeconfig)+
-			" --cloud "+m.Cloud+" --region "+m.Region+" --token-wait=1s --skip-member-controller"); err != nil {
+		if err := show(c.onHub(c.mysqlfleet) + " join " + m.Name + " --member-kubeconfig " + rel(m.Kubeconfig) +
+			" --cloud " + m.Cloud + " --region " + m.Region + " --token-wait=1s --skip-member-controller"); err != nil {
 			return err
 		}
 	}
