@@ -146,14 +146,15 @@ func up(dir string) error {
 	fmt.Printf("Starting the fleet (supervisor pid %d, log %s)...\n", cmd.Process.Pid, rel(logf.Name()))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(5 * time.Minute)
+	// Starting takes a minute or two; a cold build of the manager on a busy machine takes longer.
+	deadline := time.After(15 * time.Minute)
 	for !exists(stateFile(dir)) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("the supervisor exited (%v); see %s", err, logf.Name())
 		case <-deadline:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			return fmt.Errorf("the fleet did not start within 5 minutes; see %s", logf.Name())
+			return fmt.Errorf("the fleet did not start within 15 minutes; see %s", logf.Name())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
