@@ -76,8 +76,9 @@ test: deps test-tools check-generate vet ## Install packages and build tools, ch
 	$(MAKE) test-e2e
 
 .PHONY: test-e2e
-test-e2e: test-tools ## Run the multi-cluster e2e suite (Ginkgo) on the local fleet from clusters/.
+test-e2e: test-tools ## Run the multi-cluster e2e suite (Ginkgo) on the local fleet from clusters/, then make demo's tour.
 	go test -tags e2e ./e2e/ -count=1 -timeout 40m -ginkgo.v
+	go test -tags e2e ./hack/fleet/ -count=1 -timeout 30m -v
 
 .PHONY: helm-lint
 helm-lint: ## Lint and render the chart with the pinned helm (go test ./charts/... checks it in depth).
@@ -128,14 +129,14 @@ bench-backup: deps ## Time the backup runner against `mariadb-dump | gzip` (and 
 ##@ Fleet
 
 .PHONY: demo
-demo: test-tools ## The main job: local fleet, chart and manager on the hub, members joined, a MySQLCluster on 3 clouds, the fleet view.
+demo: deps test-tools ## The main job: local fleet, chart and manager on the hub, members joined, a MySQLCluster on 3 clouds served by real MariaDB servers, the fleet view and a tour.
 	hack/tools.sh kubectl
 	go build -o $(BIN)/fleet ./hack/fleet
 	go build -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
 	$(BIN)/fleet up
 
 .PHONY: demo-down
-demo-down: ## Stop the local fleet and remove its files.
+demo-down: ## Stop the local fleet (every server and control plane) and remove its files.
 	go build -o $(BIN)/fleet ./hack/fleet
 	$(BIN)/fleet down
 

@@ -412,6 +412,20 @@ func (s *Server) process() (*exec.Cmd, chan struct{}) {
 	return s.cmd, s.exited
 }
 
+// Pid is the process id of the server's mariadbd, 0 once it has exited (stopped, killed or crashed).
+func (s *Server) Pid() int {
+	cmd, exited := s.process()
+	if cmd == nil {
+		return 0
+	}
+	select {
+	case <-exited:
+		return 0
+	default:
+		return cmd.Process.Pid
+	}
+}
+
 // Stop shuts the server down (SIGTERM, then SIGKILL after 10s). It runs on Cleanup; tests may call it earlier
 // to take a server away.
 func (s *Server) Stop() {
