@@ -39,9 +39,15 @@ func TestIdleFleetMakesNoWrites(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster("idle", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = 2 })
 	create(t, c)
-	eventuallyConverged(g, client.ObjectKeyFromObject(c))
+	converged := eventuallyConverged(g, client.ObjectKeyFromObject(c))
 
 	before := settledWrites(t, g)
+	// Silence is only news if the counters were read: the hub's count of MySQLCluster writes and, in every member
+	// the cluster is placed on, its count of StatefulSet writes must be there (the cluster was written to both).
+	g.Expect(before).To(HaveKey(HavePrefix(fleet.Hub.Name+"/mysqlclusters/")), "the hub's MySQLCluster writes")
+	for _, m := range converged.Status.Members {
+		g.Expect(before).To(HaveKey(HavePrefix(m.Name+"/statefulsets//")), "member %s's StatefulSet writes", m.Name)
+	}
 	g.Consistently(func() map[string]float64 { return diff(before, fleetWrites(g)) }, 20*time.Second, 2*time.Second).
 		Should(BeEmpty(), "write requests while idle")
 }
@@ -80,7 +86,9 @@ func fleetWrites(g Gomega) map[string]float64 {
 		if c == fleet.Hub {
 			watched = hubResources
 		}
-		for _, m := range apiServerMetrics(g, c)["apiserver_request_total"].GetMetric() {
+		requests := apiServerMetrics(g, c)["apiserver_request_total"].GetMetric()
+		g.ExpectWithOffset(1, requests).NotTo(BeEmpty(), "apiserver_request_total of %s", c.Name)
+		for _, m := range requests {
 			l := map[string]string{}
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()

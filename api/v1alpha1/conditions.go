@@ -71,7 +71,8 @@ const (
 	// ReasonNoReport: no member controller has reported on this MySQLCluster's StatefulSet in the member (none
 	// runs there, or it has not made its first pass).
 	ReasonNoReport = "NoReplicationReport"
-	// ReasonUnobserved: the member controller could not look at the servers (no credentials, unknown engine).
+	// ReasonUnobserved: the member controller could not look at the servers (no credentials, or the StatefulSet
+	// lacks the hub's contract annotations or carries one it cannot read: see contract.go).
 	ReasonUnobserved = "ReplicationUnobserved"
 	// ReasonNoPrimary: no server is the writable primary.
 	ReasonNoPrimary = "NoWritablePrimary"

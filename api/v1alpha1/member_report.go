@@ -7,29 +7,11 @@ import (
 )
 
 // The member controller (internal/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
-// StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it reads and writes in
-// the member is named here, so that the hub can read its report without importing it.
+// StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it writes in the member
+// is named here, so that the hub can read its report without importing it; what it reads, the hub's side of the
+// contract, is in contract.go.
 
 const (
-	// PrimaryAnnotation on a member StatefulSet requests a planned switchover: its value is the ordinal of the Pod
-	// that should be the primary ("1" for <name>-1). The member controller moves the primary there when the
-	// target is a healthy replica in sync, and reports a refusal otherwise. Leaving the annotation set after the
-	// switch is harmless; removing it means "whichever is primary".
-	PrimaryAnnotation = "mysqlfleet.io/primary"
-	// ReplicasAnnotation on a member StatefulSet is the number of instances its MySQLCluster asks for
-	// (spec.replicas). A StatefulSet that has more holds them until the member controller has made the set
-	// ready to lose the ordinals at and above that number (ReplicationReport.ScaleDownReady): an acknowledged
-	// commit may be held by one replica only (MariaDB takes one acknowledgement from any), and a scale-down
-	// that removed it, or the primary, first could lose it. The hub writes spec.replicas down only then.
-	ReplicasAnnotation = "mysqlfleet.io/replicas"
-	// DurabilityAnnotation on a member StatefulSet is its MySQLCluster's spec.durability when that is Preferred
-	// (DurabilityPreferred); absent means Required, so that StatefulSets written before it existed, and every
-	// Required one, carry nothing new.
-	DurabilityAnnotation = "mysqlfleet.io/durability"
-	// ErrantServersAnnotation on a member StatefulSet is its MySQLCluster's spec.errantServers when that is Fence
-	// (ErrantServersFence); absent means RebuildWhenSafe.
-	ErrantServersAnnotation = "mysqlfleet.io/errant-servers"
-
 	// RoleLabel on a MySQL Pod is its role in the replicated set, as the member controller last established it:
 	// RolePrimary or RoleReplica. Pods that are neither (unreachable, errant, not yet replicating) carry no role
 	// label, so that Services selecting on it never send clients there.
@@ -151,11 +133,6 @@ type ServerRebuild struct {
 	// Reason says why it was safe, or who asked.
 	Reason string `json:"reason"`
 }
-
-// RestoreJobAnnotation on a member StatefulSet names the Job that restores a backup into its Pod of ordinal 0
-// (spec.restore). Until that Job has succeeded, the member controller makes no server writable: the set
-// starts from the restored data, and its replicas replicate it from the primary's binary log.
-const RestoreJobAnnotation = "mysqlfleet.io/restore-job"
 
 // Phases of MemberRestore.
 const (

@@ -10,6 +10,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
@@ -52,39 +53,52 @@ func instances(sts *appsv1.StatefulSet) int {
 	return int(*sts.Spec.Replicas)
 }
 
-// engineOf tells the StatefulSet's engine. Render records spec.engine in no label or annotation, so it is read
-// from the mysql container: its command starts the engine's server binary (render's serverScript execs mariadbd
-// or mysqld, chosen by engine, whatever the image), and failing that the image's repository name (mariadb:...,
-// mysql:...). A label written by render would be better; render is not this package's to change.
-func engineOf(sts *appsv1.StatefulSet) (mysql.Engine, error) {
-	c := mysqlContainer(&sts.Spec.Template.Spec)
-	if c == nil {
-		return "", fmt.Errorf("StatefulSet %s has no %q container", sts.Name, render.MySQLContainerName)
-	}
-	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-	switch {
-	case strings.Contains(cmd, "mariadbd"):
-		return mysql.MariaDB, nil
-	case strings.Contains(cmd, "mysqld"):
-		return mysql.MySQL, nil
-	}
-	repo := c.Image
-	if i := strings.LastIndex(repo, "/"); i >= 0 {
-		repo = repo[i+1:]
-	}
-	if i := strings.IndexAny(repo, ":@"); i >= 0 {
-		repo = repo[:i]
-	}
-	switch repo {
-	case "mariadb":
-		return mysql.MariaDB, nil
-	case "mysql", "mysql-server", "percona-server":
-		return mysql.MySQL, nil
-	}
-	return "", fmt.Errorf("cannot tell the engine of StatefulSet %s: its %q container neither runs mariadbd or "+
-		"mysqld nor uses a mariadb or mysql image (%s)", sts.Name, c.Name, c.Image)
+// contract is what the hub tells the member controller of a StatefulSet (v1alpha1.EngineAnnotation and its
+// fellows), read from the StatefulSet's annotations and nowhere else: the Pod template's command, image and
+// environment are render's business and may change shape; the contract may not.
+type contract struct {
+	// engine is the servers' engine, whose SQL the controller speaks and whose dump tool seed Jobs run.
+	engine mysql.Engine
+	// credentialsSecret is the Secret in the StatefulSet's namespace that holds the passwords, under the keys
+	// of v1alpha1 (RootPasswordKey, AdminPasswordKey, ...).
+	credentialsSecret string
 }
 
+// readContract reads the StatefulSet's contract. A missing annotation means an older hub wrote the StatefulSet,
+// and a value that cannot be read means a hub this controller does not understand; neither is guessed at: the
+// error says which annotation, and the pass reports the set Unobserved with it until the hub writes it.
+func readContract(sts *appsv1.StatefulSet) (contract, error) {
+	var missing []string
+	for _, k := range []string{v1alpha1.EngineAnnotation, v1alpha1.CredentialsSecretAnnotation} {
+		if _, ok := sts.Annotations[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return contract{}, fmt.Errorf("StatefulSet %s lacks %s of the hub's contract: it was written by a hub "+
+			"older than this member controller, which does not guess the values; an upgraded hub writes them when "+
+			"it next applies the StatefulSet", sts.Name, strings.Join(missing, " and "))
+	}
+	var k contract
+	switch e := v1alpha1.Engine(sts.Annotations[v1alpha1.EngineAnnotation]); e {
+	case v1alpha1.EngineMySQL:
+		k.engine = mysql.MySQL
+	case v1alpha1.EngineMariaDB:
+		k.engine = mysql.MariaDB
+	default:
+		return contract{}, fmt.Errorf("annotation %s=%q on StatefulSet %s names no engine this member controller "+
+			"knows (%s or %s)", v1alpha1.EngineAnnotation, e, sts.Name, v1alpha1.EngineMySQL, v1alpha1.EngineMariaDB)
+	}
+	k.credentialsSecret = sts.Annotations[v1alpha1.CredentialsSecretAnnotation]
+	if errs := validation.IsDNS1123Subdomain(k.credentialsSecret); len(errs) > 0 {
+		return contract{}, fmt.Errorf("annotation %s=%q on StatefulSet %s is no Secret name: %s",
+			v1alpha1.CredentialsSecretAnnotation, k.credentialsSecret, sts.Name, strings.Join(errs, "; "))
+	}
+	return k, nil
+}
+
+// mysqlContainer is the Pod template's server container. Its image is the only thing read from it: seed Jobs
+// run their dump tool from the very image the servers run.
 func mysqlContainer(spec *corev1.PodSpec) *corev1.Container {
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == render.MySQLContainerName {
@@ -92,19 +106,6 @@ func mysqlContainer(spec *corev1.PodSpec) *corev1.Container {
 		}
 	}
 	return nil
-}
-
-// credentialsSecret is the Secret and key holding the root password: where the mysql container's
-// MYSQL_ROOT_PASSWORD comes from (render points it at the MySQLCluster's credentials Secret).
-func credentialsSecret(sts *appsv1.StatefulSet) (name, key string, err error) {
-	if c := mysqlContainer(&sts.Spec.Template.Spec); c != nil {
-		for _, e := range c.Env {
-			if e.Name == "MYSQL_ROOT_PASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				return e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key, nil
-			}
-		}
-	}
-	return "", "", fmt.Errorf("StatefulSet %s takes MYSQL_ROOT_PASSWORD from no Secret", sts.Name)
 }
 
 // requestedPrimary reads PrimaryAnnotation: nil when absent, an error when it is not an ordinal.
@@ -162,11 +163,11 @@ func unhealthy(p *corev1.Pod) string {
 // empty address: the engine then finds it unreachable (it has no server), which is what it is.
 func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, maxLag time.Duration) (
 	clustering.Desired, []target, error) {
-	e, err := engineOf(sts)
+	k, err := readContract(sts)
 	if err != nil {
 		return clustering.Desired{}, nil, err
 	}
-	d := clustering.Desired{Name: sts.Name, Engine: e, MaxLag: maxLag, ShrinkTo: shrinkTo(sts),
+	d := clustering.Desired{Name: sts.Name, Engine: k.engine, MaxLag: maxLag, ShrinkTo: shrinkTo(sts),
 		Preferred:   sts.Annotations[v1alpha1.DurabilityAnnotation] == string(v1alpha1.DurabilityPreferred),
 		FenceErrant: sts.Annotations[v1alpha1.ErrantServersAnnotation] == string(v1alpha1.ErrantServersFence),
 		Rebuild:     rebuildRequests(sts, len(pods))}

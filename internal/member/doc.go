@@ -7,17 +7,19 @@
 //
 //   - Desired: the instances are the StatefulSet's Pods <name>-0 .. <name>-(replicas-1); each is reached
 //     through a Resolver (its Pod IP in the product, on port 3306 for replication and on the reserved
-//     render.AdminPort for the controller's connections; a loopback server in tests). The engine is
-//     read from the mysql container (render records it nowhere else, see engineOf). A planned switchover is
-//     requested with the annotation mysqlfleet.io/primary=<ordinal> on the StatefulSet
-//     (v1alpha1.PrimaryAnnotation); a scale-down with mysqlfleet.io/replicas=<n> below the StatefulSet's
-//     replicas (v1alpha1.ReplicasAnnotation), which the hub holds until the report says scaleDownReady.
+//     render.AdminPort for the controller's connections; a loopback server in tests). What the hub tells of
+//     the set is its contract (api/v1alpha1's contract.go), annotations on the StatefulSet and nothing read
+//     back from the Pod template: the engine and the credentials Secret (see readContract; a set without
+//     them, written by an older hub, is reported Unobserved); a planned switchover with
+//     mysqlfleet.io/primary=<ordinal> (v1alpha1.PrimaryAnnotation); a scale-down with mysqlfleet.io/replicas=<n>
+//     below the StatefulSet's replicas (v1alpha1.ReplicasAnnotation), which the hub holds until the report
+//     says scaleDownReady.
 //   - Credentials: the account v1alpha1.AdminUser, with the password from the credentials Secret (the one the
-//     mysql container's MYSQL_ROOT_PASSWORD comes from, read live: Secrets are get only); replicas replicate
-//     as v1alpha1.ReplicationUser. Render creates both accounts on every server as its data directory is first
-//     initialised (an init script with the binary log off, so that they are nobody's transactions). A server
-//     that refuses the admin login (initialised without that script, by an earlier release) gets them created
-//     by the controller, as root and with the binary log off.
+//     contract names, read live: Secrets are get only); replicas replicate as v1alpha1.ReplicationUser. Render
+//     creates both accounts on every server as its data directory is first initialised (an init script with
+//     the binary log off, so that they are nobody's transactions). A server that refuses the admin login
+//     (initialised without that script, by an earlier release) gets them created by the controller, as root
+//     and with the binary log off.
 //   - Observe, Decide, Execute (clustering), with the record read from and saved to the report ConfigMap
 //     <name>-replication; the plan's save-record step writes it before any new primary turns writable. An
 //     instance whose Pod is being deleted is marked unhealthy (see unhealthy): a primary there is fenced and
@@ -38,9 +40,9 @@
 //     PollInterval otherwise: the servers change without Kubernetes events, so sets are polled.
 //
 // A set whose servers cannot be reached is reported so (role unreachable, the reason in the instance's error
-// and in lastError), and a set that cannot be observed at all (no credentials, unknown engine, unreadable
-// record) gets a report of kind Unobserved with the reason; the controller never reports a state it did not
-// see.
+// and in lastError), and a set that cannot be observed at all (no credentials, a contract missing or
+// unreadable, an unreadable record) gets a report of kind Unobserved with the reason; the controller never
+// reports a state it did not see.
 //
 // The record is the engine's memory, and reading it stale would be dangerous (a pass right after a switchover
 // would fence the new primary). The cached ConfigMap is therefore used only when its resourceVersion is the one

@@ -353,10 +353,10 @@ func TestErrantReplicaIsFencedAndLeavesTheReplicasService(t *testing.T) {
 	errantGTIDs := rep.Instances[2].ErrantGTIDs
 	// The servers here booted with the application's database too (appScript); the rendered init script has it
 	// when spec.database is set, and an emptied server runs that script again.
-	secretName, _, err := credentialsSecret(s.sts)
+	k, err := readContract(s.sts)
 	g.Expect(err).NotTo(HaveOccurred())
 	sec := &corev1.Secret{}
-	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: secretName}, sec)).To(Succeed())
+	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: k.credentialsSecret}, sec)).To(Succeed())
 	sec.Data[v1alpha1.InitScriptKey] = append(sec.Data[v1alpha1.InitScriptKey], "CREATE DATABASE IF NOT EXISTS shop;\n"...)
 	g.Expect(e.c.Update(e.ctx, sec)).To(Succeed())
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+

@@ -240,11 +240,14 @@ func renderSet(t *testing.T, name, uid string, n int) *render.Objects {
 }
 
 // addSet creates what the hub renders for a MariaDB MySQLCluster of n replicas (StatefulSet and credentials
-// Secret, applied as the hub does), and the n Pods the StatefulSet controller would make. Pod i is served by
-// addrs[i], and its Pod IP is addrs[i]'s host.
-func (e *env) addSet(name, uid string, addrs []clustering.Address) *appsv1.StatefulSet {
+// Secret, applied as the hub does, after opts changed them), and the n Pods the StatefulSet controller would
+// make. Pod i is served by addrs[i], and its Pod IP is addrs[i]'s host.
+func (e *env) addSet(name, uid string, addrs []clustering.Address, opts ...func(*render.Objects)) *appsv1.StatefulSet {
 	e.t.Helper()
 	objs := renderSet(e.t, name, uid, len(addrs))
+	for _, o := range opts {
+		o(objs)
+	}
 	if err := e.c.Apply(e.ctx, objs.Secret, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		e.t.Fatal(err)
 	}

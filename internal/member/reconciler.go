@@ -273,7 +273,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 			return r.saveRecord(ctx, s, rec)
 		},
 		SeedWith: func(ctx context.Context, i, source int) error {
-			return r.seed(ctx, s, d.Engine, seeds, i, source)
+			return r.seed(ctx, s, seeds, i, source)
 		},
 	}
 	var rebuilds []v1alpha1.ServerRebuild
@@ -330,13 +330,14 @@ type credentials struct {
 	init string
 }
 
-// credentials reads the passwords from the credentials Secret (the one the mysql container's
-// MYSQL_ROOT_PASSWORD comes from), live: Secrets are not cached, so that the controller needs only get on them.
+// credentials reads the passwords from the credentials Secret (the one the StatefulSet's contract names, see
+// readContract), live: Secrets are not cached, so that the controller needs only get on them.
 func (r *Reconciler) credentials(ctx context.Context, sts *appsv1.StatefulSet) (credentials, error) {
-	name, rootKey, err := credentialsSecret(sts)
+	k, err := readContract(sts)
 	if err != nil {
 		return credentials{}, err
 	}
+	name := k.credentialsSecret
 	sec := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: name}, sec); err != nil {
 		return credentials{}, fmt.Errorf("failed to read the credentials Secret %s/%s: %w", sts.Namespace, name, err)
@@ -344,7 +345,7 @@ func (r *Reconciler) credentials(ctx context.Context, sts *appsv1.StatefulSet) (
 	c := credentials{
 		admin:       string(sec.Data[v1alpha1.AdminPasswordKey]),
 		replication: string(sec.Data[v1alpha1.ReplicationPasswordKey]),
-		root:        string(sec.Data[rootKey]),
+		root:        string(sec.Data[v1alpha1.RootPasswordKey]),
 		init:        string(sec.Data[v1alpha1.InitScriptKey]),
 	}
 	for key, pw := range map[string]string{v1alpha1.AdminPasswordKey: c.admin,

@@ -31,24 +31,10 @@ func renderedSet(t *testing.T, engine v1alpha1.Engine, image string) *appsv1.Sta
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := objs.StatefulSet
-	c := ac.Spec.Template.Spec.Containers[0]
-	var env []corev1.EnvVar
-	for _, e := range c.Env {
-		v := corev1.EnvVar{Name: *e.Name}
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			v.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: *e.ValueFrom.SecretKeyRef.Name},
-				Key:                  *e.ValueFrom.SecretKeyRef.Key}}
-		}
-		env = append(env, v)
-	}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: *ac.Name, Namespace: *ac.Namespace, Labels: ac.Labels, UID: "sts-uid"},
-		Spec: appsv1.StatefulSetSpec{Replicas: ac.Spec.Replicas, Template: corev1.PodTemplateSpec{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: *c.Name, Image: *c.Image, Command: c.Command, Args: c.Args, Env: env}}}}},
-	}
+	sts := &appsv1.StatefulSet{}
+	toTyped(t, objs.StatefulSet, sts)
+	sts.UID = "sts-uid"
+	return sts
 }
 
 func TestWhatRenderWroteIsRead(t *testing.T) {
@@ -60,37 +46,94 @@ func TestWhatRenderWroteIsRead(t *testing.T) {
 	}{
 		{v1alpha1.EngineMariaDB, "", mysql.MariaDB},
 		{v1alpha1.EngineMySQL, "", mysql.MySQL},
-		// The command follows spec.engine whatever the image is called.
 		{v1alpha1.EngineMariaDB, "registry.example/db/custom:1", mysql.MariaDB},
 		{v1alpha1.EngineMySQL, "registry.example/mariadb:11.4", mysql.MySQL},
 	} {
 		sts := renderedSet(t, tt.engine, tt.image)
 		g.Expect(managed(sts)).To(BeTrue())
-		got, err := engineOf(sts)
+		k, err := readContract(sts)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(got).To(Equal(tt.want), "%s %s", tt.engine, tt.image)
-		name, key, err := credentialsSecret(sts)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect([]string{name, key}).To(Equal([]string{"shop-credentials", v1alpha1.RootPasswordKey}))
+		g.Expect(k).To(Equal(contract{engine: tt.want, credentialsSecret: "shop-credentials"}), "%s %s",
+			tt.engine, tt.image)
 	}
 }
 
-func TestEngineFromImageWhenTheCommandSaysNothing(t *testing.T) {
+// The contract decides, whatever the Pod template says: the engine and the credentials Secret are never read
+// back from the container's command, image or environment.
+func TestContractDecidesOverThePodTemplate(t *testing.T) {
 	g := NewWithT(t)
 	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
-	sts.Spec.Template.Spec.Containers[0].Command = []string{"/entrypoint"}
-	for image, want := range map[string]mysql.Engine{
-		"mariadb:10.11": mysql.MariaDB, "docker.io/library/mysql:8.4": mysql.MySQL,
-		"mysql@sha256:abc": mysql.MySQL, "mirror:5000/x/mariadb:11": mysql.MariaDB,
-	} {
-		sts.Spec.Template.Spec.Containers[0].Image = image
-		got, err := engineOf(sts)
-		g.Expect(err).NotTo(HaveOccurred(), image)
-		g.Expect(got).To(Equal(want), image)
+	c := &sts.Spec.Template.Spec.Containers[0]
+	c.Image = "docker.io/library/mysql:8.4"
+	c.Command = []string{"sh", "-c", "exec docker-entrypoint.sh mysqld"}
+	for i := range c.Env {
+		if c.Env[i].ValueFrom != nil && c.Env[i].ValueFrom.SecretKeyRef != nil {
+			c.Env[i].ValueFrom.SecretKeyRef.Name = "legacy-credentials"
+		}
 	}
-	sts.Spec.Template.Spec.Containers[0].Image = "postgres:17"
-	_, err := engineOf(sts)
-	g.Expect(err).To(MatchError(ContainSubstring("cannot tell the engine")))
+	k, err := readContract(sts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k).To(Equal(contract{engine: mysql.MariaDB, credentialsSecret: "shop-credentials"}))
+	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
+	job, err := seedJob(sts, 1, 0, "runner:1")
+	g.Expect(err).NotTo(HaveOccurred())
+	env := map[string]corev1.EnvVar{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e
+	}
+	g.Expect(env["BACKUP_ENGINE"].Value).To(Equal("MariaDB"))
+	g.Expect(env["SEED_TARGET_PWD"].ValueFrom.SecretKeyRef.Name).To(Equal("shop-credentials"))
+	g.Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal(c.Image), "the dump tool of the servers' image")
+}
+
+// A StatefulSet without the contract (written by an older hub) or with a value that cannot be read is refused
+// with the annotation named, never guessed at from the Pod template, which still says everything.
+func TestMissingOrMalformedContractIsAnError(t *testing.T) {
+	without := func(keys ...string) func(*appsv1.StatefulSet) {
+		return func(sts *appsv1.StatefulSet) {
+			for _, k := range keys {
+				delete(sts.Annotations, k)
+			}
+		}
+	}
+	with := func(k, v string) func(*appsv1.StatefulSet) {
+		return func(sts *appsv1.StatefulSet) { sts.Annotations[k] = v }
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*appsv1.StatefulSet)
+		want []string
+	}{
+		{"written by an older hub", without(v1alpha1.EngineAnnotation, v1alpha1.CredentialsSecretAnnotation),
+			[]string{"lacks mysqlfleet.io/engine and mysqlfleet.io/credentials-secret of the hub's contract", "older"}},
+		{"no engine", without(v1alpha1.EngineAnnotation), []string{"lacks mysqlfleet.io/engine of"}},
+		{"no Secret", without(v1alpha1.CredentialsSecretAnnotation),
+			[]string{"lacks mysqlfleet.io/credentials-secret of"}},
+		{"an unknown engine", with(v1alpha1.EngineAnnotation, "Postgres"),
+			[]string{`mysqlfleet.io/engine="Postgres"`, "names no engine"}},
+		{"the engine in another case", with(v1alpha1.EngineAnnotation, "mariadb"),
+			[]string{`mysqlfleet.io/engine="mariadb"`}},
+		{"an empty Secret name", with(v1alpha1.CredentialsSecretAnnotation, ""),
+			[]string{`mysqlfleet.io/credentials-secret=""`, "no Secret name"}},
+		{"a path for a Secret name", with(v1alpha1.CredentialsSecretAnnotation, "../x"),
+			[]string{"no Secret name"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
+			tt.edit(sts)
+			_, err := readContract(sts)
+			for _, w := range tt.want {
+				g.Expect(err).To(MatchError(ContainSubstring(w)))
+			}
+			_, _, derr := desiredSet(sts, nil, PodIPResolver, time.Second)
+			g.Expect(derr).To(MatchError(err.Error()), "the pass is refused with the same reason")
+			_, serr := seedJob(sts, 1, 0, "runner:1")
+			g.Expect(serr).To(MatchError(err.Error()), "no seed Job either")
+		})
+	}
 }
 
 func TestRequestedPrimary(t *testing.T) {
@@ -317,7 +360,7 @@ func TestAsyncWindow(t *testing.T) {
 	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Preferred).To(BeFalse(), "Required without the annotation")
-	sts.Annotations = map[string]string{v1alpha1.DurabilityAnnotation: "Preferred"}
+	sts.Annotations[v1alpha1.DurabilityAnnotation] = "Preferred"
 	d, _, err = desiredSet(sts, nil, PodIPResolver, time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Preferred).To(BeTrue())

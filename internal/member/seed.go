@@ -20,7 +20,6 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
@@ -60,13 +59,14 @@ func podHost(sts *appsv1.StatefulSet, i int) string {
 	return podName(sts, i) + "." + sts.Spec.ServiceName
 }
 
-// seedJob is the Job that seeds instance target with a dump of instance source. It is pure.
-func seedJob(sts *appsv1.StatefulSet, engine mysql.Engine, target, source int, runnerImage string) (*batchv1.Job,
-	error) {
-	secret, rootKey, err := credentialsSecret(sts)
+// seedJob is the Job that seeds instance target with a dump of instance source: the engine and the credentials
+// Secret from the StatefulSet's contract, the dump tool from its servers' image. It is pure.
+func seedJob(sts *appsv1.StatefulSet, target, source int, runnerImage string) (*batchv1.Job, error) {
+	k, err := readContract(sts)
 	if err != nil {
 		return nil, err
 	}
+	secret := k.credentialsSecret
 	c := mysqlContainer(&sts.Spec.Template.Spec)
 	if c == nil {
 		return nil, fmt.Errorf("StatefulSet %s has no %q container", sts.Name, render.MySQLContainerName)
@@ -79,13 +79,13 @@ func seedJob(sts *appsv1.StatefulSet, engine mysql.Engine, target, source int, r
 			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(secret).WithKey(key)))
 	}
 	env := []*corev1ac.EnvVarApplyConfiguration{
-		value("BACKUP_ENGINE", string(engine)),
+		value("BACKUP_ENGINE", string(k.engine)),
 		value("MYSQL_HOST", podHost(sts, source)),
 		value("MYSQL_USER", v1alpha1.AdminUser),
 		fromSecret("MYSQL_PWD", v1alpha1.AdminPasswordKey),
 		value("SEED_TARGET_HOST", podHost(sts, target)),
 		value("SEED_TARGET_USER", "root"),
-		fromSecret("SEED_TARGET_PWD", rootKey),
+		fromSecret("SEED_TARGET_PWD", v1alpha1.RootPasswordKey),
 		value("BACKUP_WAIT", seedWait.String()),
 		value("BACKUP_REPORT_FILE", corev1.TerminationMessagePathDefault),
 		value("HOME", "/tmp"),
@@ -186,12 +186,11 @@ func seeding(obs []clustering.Observation, states map[int]seedState) {
 
 // seed is the plan's seed step: it creates the instance's seed Job, unless one is there (running, or finished
 // and waiting for the TTL controller; the report says which).
-func (r *Reconciler) seed(ctx context.Context, s *scope, engine mysql.Engine, states map[int]seedState, i,
-	source int) error {
+func (r *Reconciler) seed(ctx context.Context, s *scope, states map[int]seedState, i, source int) error {
 	if _, ok := states[i]; ok {
 		return nil
 	}
-	job, err := seedJob(s.sts, engine, i, source, r.RunnerImage)
+	job, err := seedJob(s.sts, i, source, r.RunnerImage)
 	if err != nil {
 		return err
 	}

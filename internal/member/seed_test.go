@@ -12,7 +12,6 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
@@ -29,7 +28,7 @@ func renderedStatefulSet(t *testing.T) *appsv1.StatefulSet {
 func TestSeedJob(t *testing.T) {
 	g := NewWithT(t)
 	sts := renderedStatefulSet(t)
-	job, err := seedJob(sts, mysql.MariaDB, 2, 1, "registry.example.com/mysqlfleet/manager:1.2.3")
+	job, err := seedJob(sts, 2, 1, "registry.example.com/mysqlfleet/manager:1.2.3")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(job.Name).To(Equal("shop-seed-2"))

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -739,6 +740,44 @@ func TestRebuildRequestsAnnotateOnlyThatMembersStatefulSet(t *testing.T) {
 // The StatefulSet always announces spec.replicas to the member controller, on its own metadata; a held count
 // (the hub waiting for the member controller to prepare a scale-down) keeps more Pods, never fewer, and changes
 // neither the announcement nor the Pods.
+// The member controller learns a StatefulSet's engine and credentials Secret from these annotations alone, so they
+// say what the MySQLCluster says whatever the image is called, name the Secret render writes, and stay off the Pod
+// template (a change there would roll the Pods).
+func TestContractAnnotations(t *testing.T) {
+	withEngine := func(e v1alpha1.Engine, image string) option {
+		return func(c *v1alpha1.MySQLCluster) { c.Spec.Engine, c.Spec.Image = e, image }
+	}
+	tests := []struct {
+		name    string
+		cluster *v1alpha1.MySQLCluster
+		engine  string
+		secret  string
+	}{
+		{"never defaulted", cluster(withEngine("", "")), "MySQL", "orders-credentials"},
+		{"MySQL", cluster(withEngine(v1alpha1.EngineMySQL, "")), "MySQL", "orders-credentials"},
+		{"MariaDB", cluster(withEngine(v1alpha1.EngineMariaDB, "")), "MariaDB", "orders-credentials"},
+		{"MariaDB in an image named mysql", cluster(withEngine(v1alpha1.EngineMariaDB, "registry.example/mysql:8.4")),
+			"MariaDB", "orders-credentials"},
+		{"MySQL in an image named mariadb", cluster(withEngine(v1alpha1.EngineMySQL, "mariadb:11.4")), "MySQL",
+			"orders-credentials"},
+		{"another name", cluster(func(c *v1alpha1.MySQLCluster) { c.Name = "billing" }), "MySQL",
+			"billing-credentials"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := mustRender(t, tt.cluster, awsMember)
+			g.Expect(o.StatefulSet.Annotations).To(HaveKeyWithValue(v1alpha1.EngineAnnotation, tt.engine))
+			g.Expect(o.StatefulSet.Annotations).To(HaveKeyWithValue(v1alpha1.CredentialsSecretAnnotation, tt.secret))
+			g.Expect(*o.Secret.Name).To(Equal(tt.secret), "the Secret render writes")
+			for _, k := range []string{v1alpha1.EngineAnnotation, v1alpha1.CredentialsSecretAnnotation} {
+				g.Expect(o.StatefulSet.Spec.Template.Annotations).NotTo(HaveKey(k), "would roll the Pods")
+				g.Expect(o.StatefulSet.Spec.Template.Labels).NotTo(HaveKey(k))
+			}
+		})
+	}
+}
+
 func TestReplicasAnnouncedAndHeld(t *testing.T) {
 	withReplicas := func(n int32) option { return func(c *v1alpha1.MySQLCluster) { c.Spec.Replicas = n } }
 	tests := []struct {
@@ -768,7 +807,10 @@ func TestReplicasAnnouncedAndHeld(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			sts := o.StatefulSet
 			g.Expect(*sts.Spec.Replicas).To(Equal(tt.wantReplicas))
-			g.Expect(sts.Annotations).To(Equal(tt.wantAnnotations))
+			want := map[string]string{v1alpha1.EngineAnnotation: "MySQL",
+				v1alpha1.CredentialsSecretAnnotation: "orders-credentials"}
+			maps.Copy(want, tt.wantAnnotations)
+			g.Expect(sts.Annotations).To(Equal(want))
 			g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(v1alpha1.ReplicasAnnotation), "would roll the Pods")
 			g.Expect(sts.Spec.Template).To(Equal(mustRender(t, cluster(), awsMember).StatefulSet.Spec.Template))
 		})

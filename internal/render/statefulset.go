@@ -177,6 +177,7 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 	// StatefulSet has more (held), and the hub lowers spec.replicas only once it has.
 	sts := appsv1ac.StatefulSet(c.StatefulSetName(), c.Namespace).
 		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
+		WithAnnotations(contractAnnotations(c)).
 		WithAnnotations(map[string]string{v1alpha1.ReplicasAnnotation: strconv.Itoa(int(replicas(c)))})
 	// A planned switchover is asked of the member controller on the StatefulSet's own metadata (not its Pod
 	// template, which would roll the Pods); an entry removed from spec.primaries drops the annotation.
@@ -209,6 +210,15 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 			WithTemplate(template).
 			WithVolumeClaimTemplates(dataVolumeClaimTemplate(c, m)).
 			WithPersistentVolumeClaimRetentionPolicy(retentionPolicy()))
+}
+
+// contractAnnotations are what the member controller must be told of every StatefulSet (see
+// v1alpha1.EngineAnnotation): it reads them, never the Pod template this file builds.
+func contractAnnotations(c *v1alpha1.MySQLCluster) map[string]string {
+	return map[string]string{
+		v1alpha1.EngineAnnotation:            string(engine(c)),
+		v1alpha1.CredentialsSecretAnnotation: c.CredentialsSecretName(),
+	}
 }
 
 // memberRebuildRequests is the value of the MySQLCluster's RebuildAnnotation reduced to the member's entries, in
