@@ -186,9 +186,9 @@ func TestDefaults(t *testing.T) {
 		"--allow-insecure-member-tls=false",
 		"--member-qps=200",
 		"--member-burst=400",
-		"--sharding=true",
+		"--sharding=false",
 	))
-	g.Expect(r.notes).To(ContainSubstring("divide the member clusters registered here among them"))
+	g.Expect(r.notes).To(ContainSubstring("elect a leader, which reconciles MySQLClusters"))
 	// Restricted Pod Security.
 	g.Expect(pod.SecurityContext).To(Equal(&corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
@@ -360,8 +360,29 @@ func TestValueSets(t *testing.T) {
 		rb := get[rbacv1.RoleBinding](t, r, "RoleBinding", fullName)
 		g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "existing-sa", Namespace: releaseNS}))
 		g.Expect(r.notes).To(ContainSubstring("with one replica"))
-		g.Expect(c.Args).To(ContainElement("--sharding=false"), "auto: one replica has nobody to share with")
+		g.Expect(c.Args).To(ContainElement("--sharding=false"))
 	})
+
+	// Sharding is off by default; auto turns it on with more than one replica, true always.
+	for name, tc := range map[string]struct {
+		values string
+		want   string
+	}{
+		"auto, two replicas": {"replicas: 2\nsharding: {enabled: auto}", "--sharding=true"},
+		"auto, one replica":  {"replicas: 1\nsharding: {enabled: auto}", "--sharding=false"},
+		"true, one replica":  {"replicas: 1\nsharding: {enabled: true}", "--sharding=true"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, err := render(t, mustYAML(tc.values))
+			g.Expect(err).NotTo(HaveOccurred())
+			dep := get[appsv1.Deployment](t, r, "Deployment", fullName)
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement(tc.want))
+			if tc.want == "--sharding=true" {
+				g.Expect(r.notes).To(ContainSubstring("divide the member clusters registered here among them"))
+			}
+		})
+	}
 
 	// Combinations the templates refuse, with a message that says why.
 	for name, tc := range map[string]struct {

@@ -60,11 +60,6 @@ func TestChartArgsAreManagerDefaults(t *testing.T) {
 		switch name {
 		case "namespace":
 			continue // the release namespace, deliberately
-		case "sharding":
-			// The chart's decision: on when there is more than one replica (sharding.enabled auto), where the
-			// manager alone has nobody to share with.
-			g.Expect(value).To(Equal("true"))
-			continue
 		case "runner-image":
 			// The chart's own image, deliberately: the backup runner must match the manager.
 			g.Expect(value).To(Equal("mysqlfleet/manager:0.1.0"))

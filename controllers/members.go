@@ -2,14 +2,11 @@ package controllers
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,100 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/apply"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
-
-// resolvePlacement turns the placement into members. Registered members whose kubeconfig was refused or that do
-// not answer are placed too: they show up in status as unreachable instead of disappearing.
-func (r *MySQLClusterReconciler) resolvePlacement(s *scope) {
-	states := r.Fleet.Members()
-	facts := make([]placement.Member, 0, len(states))
-	byName := map[string]fleet.State{}
-	s.registered = map[string]bool{}
-	for _, st := range states {
-		facts = append(facts, st.Member)
-		byName[st.Name] = st
-		s.registered[st.Name] = true
-	}
-	selected, unknown, err := placement.Resolve(s.cluster.Spec.Placement, facts)
-	s.unknown, s.placementErr = unknown, err
-	s.chosen = map[string]bool{}
-	for _, m := range selected {
-		s.placed = append(s.placed, byName[m.Name])
-		s.chosen[m.Name] = true
-	}
-}
-
-// credentialsSecretName is the hub Secret with the generated passwords. It lives in the manager's namespace, so
-// that the manager needs Secrets access nowhere else on the hub, and has no owner: with deletionPolicy Retain
-// the passwords must outlive the MySQLCluster, since the data kept on the volumes needs them.
-func credentialsSecretName(c *v1alpha1.MySQLCluster) string {
-	return "credentials." + c.Namespace + "." + c.Name
-}
-
-// reconcileCredentials reads the hub's credentials Secret, creating it with new random passwords the first time,
-// and adding the passwords a Secret made by an earlier release lacks (the member controller's and replication's
-// accounts). Passwords once generated never change.
-func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, s *scope) error {
-	c := s.cluster
-	key := client.ObjectKey{Namespace: r.Namespace, Name: credentialsSecretName(c)}
-	var secret corev1.Secret
-	err := r.Hub.Get(ctx, key, &secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		secret = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{
-				v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ClusterNameLabel: c.Name,
-				v1alpha1.ClusterNamespaceLabel: c.Namespace,
-			}},
-			Type: corev1.SecretTypeOpaque,
-		}
-		addPasswords(&secret)
-		if err := r.Hub.Create(ctx, &secret); apierrors.IsAlreadyExists(err) {
-			// Made meanwhile (sharded replicas, or a cache behind): use those.
-			if err := r.reader().Get(ctx, key, &secret); err != nil {
-				return fmt.Errorf("failed to read credentials Secret %s: %w", key, err)
-			}
-		} else if err != nil {
-			return fmt.Errorf("failed to create credentials Secret %s: %w", key, err)
-		}
-	case err != nil:
-		return fmt.Errorf("failed to read credentials Secret %s: %w", key, err)
-	case addPasswords(&secret):
-		if err := r.Hub.Update(ctx, &secret); err != nil {
-			return fmt.Errorf("failed to add passwords to credentials Secret %s: %w", key, err)
-		}
-	}
-	s.creds = render.Credentials{
-		RootPassword:        string(secret.Data[v1alpha1.RootPasswordKey]),
-		Password:            string(secret.Data[v1alpha1.PasswordKey]),
-		AdminPassword:       string(secret.Data[v1alpha1.AdminPasswordKey]),
-		ReplicationPassword: string(secret.Data[v1alpha1.ReplicationPasswordKey]),
-	}
-	return nil
-}
-
-// addPasswords generates (crypto/rand) each password the Secret lacks, and tells whether it added any.
-func addPasswords(secret *corev1.Secret) bool {
-	if secret.Data == nil {
-		secret.Data = map[string][]byte{}
-	}
-	added := false
-	for _, k := range []string{v1alpha1.RootPasswordKey, v1alpha1.PasswordKey, v1alpha1.AdminPasswordKey,
-		v1alpha1.ReplicationPasswordKey} {
-		if len(secret.Data[k]) == 0 {
-			secret.Data[k] = []byte(rand.Text())
-			added = true
-		}
-	}
-	return added
-}
 
 // reconcileMembers renders, applies and reads back every placed member at once. Each member gets its own
 // deadline; its failure becomes its status, never another member's delay. A pass scoped to some members (s.only)
@@ -132,7 +41,7 @@ func (r *MySQLClusterReconciler) reconcileMembers(ctx context.Context, s *scope)
 			defer wg.Done()
 			mctx, cancel := r.memberContext(ctx, m)
 			defer cancel()
-			s.members[i], specErrs[i] = r.reconcileMember(mctx, s, m)
+			s.members[i], specErrs[i] = newMemberPass(r, s, m).run(mctx)
 		}()
 	}
 	wg.Wait()
@@ -213,160 +122,6 @@ func (mc memberConditions) fail(phase v1alpha1.Phase, reason string, err error) 
 	return *mc.st
 }
 
-// reconcileMember brings one member in line and reports its state; the error is a spec that cannot be rendered
-// for this member.
-func (r *MySQLClusterReconciler) reconcileMember(ctx context.Context, s *scope, m fleet.State) (v1alpha1.MemberStatus, error) {
-	c := s.cluster
-	st := v1alpha1.MemberStatus{Name: m.Name, Cloud: m.Cloud, Region: m.Region, Replicas: c.Spec.Replicas}
-	prev := previousMember(s.before, m.Name)
-	// What the member said last stays until it is read again: an unreachable member keeps its last report,
-	// under a Reachable condition that says how old the news is.
-	st.Conditions, st.Adopted, st.Replication = prev.Conditions, prev.Adopted, prev.Replication
-	st.Backups, st.Restore, st.LastBackup = prev.Backups, prev.Restore, prev.LastBackup
-	conds := memberConditions{st: &st, gen: c.Generation}
-
-	switch {
-	case errors.Is(m.Err, fleet.ErrRefused):
-		// Nothing was ever sent to it: its registration is what needs a person, not its network.
-		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonRegistrationRefused, m.Err.Error())
-		return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonRegistrationRefused, m.Err), nil
-	case m.Err != nil || !m.Engaged:
-		err := m.Err
-		if err == nil {
-			err = errors.New("member is registering")
-		}
-		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err), nil
-	}
-	cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))
-	if err != nil {
-		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err), nil
-	}
-	mc := cl.GetClient()
-	if !m.AllowsNamespace(c.Namespace) {
-		err := fmt.Errorf("member %s allows only namespaces %s, not %s", m.Name, strings.Join(m.Namespaces, ", "), c.Namespace)
-		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		return conds.fail(v1alpha1.PhaseDegraded, v1alpha1.ReasonNamespaceNotAllowed, err), nil
-	}
-
-	st.StorageClass = render.StorageClass(c, m.Member)
-	if sched, err := render.BackupSchedule(c, m.Name); err == nil {
-		st.BackupSchedule = sched
-	}
-	hold, err := readScaleDown(ctx, mc, c)
-	if err != nil {
-		return r.memberError(ctx, conds, m, err), nil
-	}
-	objs, err := r.renderMember(s, m, prev, hold)
-	if err != nil {
-		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		reason := v1alpha1.ReasonInvalidSpec
-		var schedErr *render.ScheduleError
-		if errors.As(err, &schedErr) {
-			reason = v1alpha1.ReasonInvalidSchedule
-		}
-		return conds.fail(v1alpha1.PhaseDegraded, reason, err), err
-	}
-
-	w, err := r.writerFor(m.Name, cl)
-	if err != nil {
-		return r.memberError(ctx, conds, m, err), nil
-	}
-	a := apply.Applier{Client: mc, Reader: cl.GetAPIReader(), Writer: w, DryRun: c.Spec.Paused, Member: m.Name, UID: c.UID,
-		Adopt: adoptSet(c), Memory: &r.memory}
-	if !c.Spec.Paused {
-		done, err := r.reconcileVolumeTemplate(ctx, a, c)
-		if err != nil {
-			return r.memberError(ctx, conds, m, err), nil
-		}
-		if !done {
-			// The StatefulSet is being recreated with the new volume template; its deletion brings us back.
-			st.Phase = v1alpha1.PhaseProgressing
-			conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-			conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonConverging, "recreating the StatefulSet for its new volume template")
-			return r.readBack(ctx, mc, c, st, conds, hold), nil
-		}
-	}
-	// The claims the StatefulSet's Pods will bind by name must be this MySQLCluster's before it is created or
-	// scaled over them; while any is someone else's, the StatefulSet is held back and the rest applied.
-	adopted, claimErr := reconcileClaims(ctx, a, c)
-	st.Adopted = mergeRefs(st.Adopted, adopted...)
-	if claimErr != nil {
-		objs.StatefulSet = nil
-	}
-	results, err := applyInWaves(ctx, a, objs)
-	err = errors.Join(claimErr, err)
-	st.Plan = nil
-	for _, res := range results {
-		if res.Action == "" {
-			continue // not reached: an earlier wave failed
-		}
-		if res.Adopted != nil && !c.Spec.Paused {
-			st.Adopted = mergeRefs(st.Adopted, *res.Adopted)
-		}
-		if res.Action != apply.ActionUnchanged && res.Action != apply.ActionConflict && !c.Spec.Paused {
-			applies.WithLabelValues(m.Name, res.Kind, res.Action).Inc()
-			ctrl.LoggerFrom(ctx).V(4).Info("Applied", "kind", res.Kind, "name", res.Name, "action", res.Action)
-		}
-		if c.Spec.Paused {
-			st.Plan = append(st.Plan, v1alpha1.PlannedObject{Kind: res.Kind, Name: res.Name, Action: res.Action})
-		}
-	}
-	if err != nil && m.Alive != nil && m.Alive.Err() != nil {
-		err = context.Cause(m.Alive) // stopped because the member was found unreachable meanwhile
-	}
-	if conflicts, others := apply.SplitConflicts(err); len(conflicts) > 0 && !isUnreachable(errors.Join(others...)) {
-		st.Conflicts = conflicts
-		conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		st.Phase, st.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)
-		conds.set(v1alpha1.MemberConditionApplied, false, conflictReason(conflicts), st.LastError)
-		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-		return r.readBack(ctx, mc, c, st, conds, hold), nil
-	}
-	if err != nil {
-		return r.memberError(ctx, conds, m, err), nil
-	}
-	conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-	if c.Spec.Paused {
-		st.Phase = v1alpha1.PhasePaused
-		conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonPaused, "paused: nothing applied")
-		memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-		return r.readBack(ctx, mc, c, st, conds, hold), nil
-	}
-	if hold != nil {
-		// Everything is applied, but spec.replicas is not in the member yet.
-		conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonScaleDownPending, hold.message)
-	} else {
-		conds.set(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
-	}
-	st = r.readBack(ctx, mc, c, st, conds, hold)
-	memberReconciles.WithLabelValues(m.Name, string(st.Phase)).Inc()
-	return st, nil
-}
-
-// renderMember renders the member's objects with what this pass found: where spec.restore's backups are, a
-// backup asked for now, a scale-down held back. The error is a spec that cannot be honoured there.
-func (r *MySQLClusterReconciler) renderMember(s *scope, m fleet.State, prev v1alpha1.MemberStatus,
-	hold *scaleDownHold) (*render.Objects, error) {
-	c := s.cluster
-	opts := []render.Option{render.WithRunnerImage(r.runnerImage())}
-	if hold != nil {
-		opts = append(opts, render.WithHeldReplicas(hold.pods))
-	}
-	if c.Spec.Restore != nil {
-		from, err := s.restoreFor(m.Name)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, render.WithRestore(from))
-	}
-	if at, ok := backupRequested(c, prev); ok {
-		opts = append(opts, render.WithBackupNow(at))
-	}
-	return render.Render(c, m.Member, s.creds, opts...)
-}
-
 // writerFor is the apply.Writer of a member's cluster, made once per cluster: a member registered again gets a
 // new cluster, and with it a new writer.
 func (r *MySQLClusterReconciler) writerFor(member string, cl cluster.Cluster) (*apply.Writer, error) {
@@ -399,24 +154,6 @@ type memberWriter struct {
 	writer  *apply.Writer
 }
 
-// memberError classifies a failure in a member: no answer is unreachability, anything else a failed apply.
-func (r *MySQLClusterReconciler) memberError(ctx context.Context, conds memberConditions, m fleet.State, err error) v1alpha1.MemberStatus {
-	if isUnreachable(err) {
-		// Have the registry probe it now: if it is gone, every reconcile waiting there stops at once and later
-		// ones skip it until its health probe sees it answer again.
-		r.Fleet.Suspect(m.Name)
-		conds.set(v1alpha1.MemberConditionReachable, false, v1alpha1.ReasonUnreachable, err.Error())
-		return conds.fail(v1alpha1.PhaseUnreachable, v1alpha1.ReasonUnreachable, err)
-	}
-	conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-	reason := v1alpha1.ReasonApplyFailed
-	if errors.Is(err, errStorageShrink) {
-		reason = v1alpha1.ReasonStorageShrink
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Member failed", "error", err.Error())
-	return conds.fail(v1alpha1.PhaseDegraded, reason, err)
-}
-
 // isUnreachable tells a member that did not answer from one that answered with an error.
 func isUnreachable(err error) bool {
 	if err == nil {
@@ -428,132 +165,6 @@ func isUnreachable(err error) bool {
 	}
 	return true // connection refused, deadline exceeded, DNS, TLS: no API answer at all
 }
-
-// readBack reports how far the member got: ready replicas, bound volumes, backups. It counts only objects that
-// carry this MySQLCluster's UID: a predecessor's StatefulSet or volumes of the same name are not its own. While
-// a scale-down is held (hold not nil), the held Pods are the ones that should be ready, and the member is not
-// Ready: it is on its way to spec.replicas.
-func (r *MySQLClusterReconciler) readBack(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster,
-	st v1alpha1.MemberStatus, conds memberConditions, hold *scaleDownHold) v1alpha1.MemberStatus {
-	conds.st = &st
-	var readErrs []string
-	var sts appsv1.StatefulSet
-	err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		readErrs = append(readErrs, err.Error())
-	case sts.Labels[v1alpha1.ClusterUIDLabel] != string(c.UID):
-		err = errNotOwned // a predecessor's: not counted
-	default:
-		st.ReadyReplicas = sts.Status.ReadyReplicas
-	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if lerr := mc.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(dataVolumeSelector(c))); lerr != nil {
-		readErrs = append(readErrs, lerr.Error())
-	}
-	for _, p := range pvcs.Items {
-		if p.Status.Phase == corev1.ClaimBound {
-			st.BoundVolumes++
-		}
-	}
-	if c.Spec.Backup != nil {
-		var cj batchv1.CronJob
-		switch cerr := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.BackupCronJobName()}, &cj); {
-		case apierrors.IsNotFound(cerr):
-		case cerr != nil:
-			readErrs = append(readErrs, cerr.Error())
-		case cj.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID):
-			// The last successful backup is the member controller's word, from the backup's manifest (below),
-			// never the CronJob's: a Job that exits 0 without a manifest made no backup.
-			st.LastScheduledBackup = cj.Status.LastScheduleTime
-		}
-	}
-	if len(readErrs) > 0 && st.LastError == "" {
-		st.LastError = "reading back: " + strings.Join(readErrs, "; ")
-	}
-	if st.Phase == v1alpha1.PhasePaused {
-		return st
-	}
-	pods := c.Spec.Replicas
-	if hold != nil {
-		pods = hold.pods
-	}
-	podsReady := err == nil && len(readErrs) == 0 && sts.Status.ObservedGeneration >= sts.Generation &&
-		sts.Status.ReadyReplicas == pods && sts.Status.UpdatedReplicas == pods
-	msg := fmt.Sprintf("%d/%d Pods ready", st.ReadyReplicas, pods)
-	if podsReady {
-		conds.set(v1alpha1.MemberConditionPodsReady, true, v1alpha1.ReasonPodsReady, msg)
-	} else {
-		conds.set(v1alpha1.MemberConditionPodsReady, false, v1alpha1.ReasonPodsNotReady, msg)
-	}
-
-	// The member controller's report on this StatefulSet (by UID) says whether the servers replicate.
-	var rep *v1alpha1.ReplicationReport
-	if err == nil {
-		var rerr error
-		if rep, rerr = readReport(ctx, mc, &sts); rerr != nil && st.LastError == "" {
-			st.LastError = "reading back: " + rerr.Error()
-		}
-	}
-	st.Replication = memberReplication(rep, st.Replication, metav1.Now())
-	if rep != nil {
-		st.Backups, st.Restore = rep.Backups.DeepCopy(), rep.Restore.DeepCopy()
-	}
-	st.LastBackup = nil
-	if st.Backups != nil && st.Backups.LastSuccessful != nil {
-		t := st.Backups.LastSuccessful.Time
-		st.LastBackup = &t
-	}
-	repl, reason, rmsg, needsPerson := replicationVerdict(c.Spec.Replicas, c.StatefulSetName(), c.Spec.ErrantServers, rep,
-		st.Replication)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionReplicating,
-		Status: repl, Reason: reason, Message: rmsg, ObservedGeneration: c.Generation})
-
-	if st.Replication != nil {
-		st.Replication.RequestedPrimary = requestedPrimary(c, st.Name)
-	}
-	if sw, swReason, swMsg, ok := switchoverVerdict(requestedPrimary(c, st.Name), rep); ok {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.MemberConditionPrimaryAsRequested,
-			Status: sw, Reason: swReason, Message: swMsg, ObservedGeneration: c.Generation})
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.MemberConditionPrimaryAsRequested)
-	}
-
-	switch {
-	case !podsReady:
-		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
-	case repl != metav1.ConditionTrue:
-		conds.set(v1alpha1.MemberConditionReady, false, reason, rmsg)
-	case hold != nil:
-		conds.set(v1alpha1.MemberConditionReady, false, v1alpha1.ReasonScaleDownPending, hold.message)
-	default:
-		conds.set(v1alpha1.MemberConditionReady, true, v1alpha1.ReasonServing, rmsg)
-	}
-	if st.Phase == "" {
-		switch {
-		case podsReady && repl == metav1.ConditionTrue && hold == nil:
-			st.Phase = v1alpha1.PhaseReady
-		case st.Restore != nil && st.Restore.Phase == v1alpha1.RestoreFailed:
-			st.Phase = v1alpha1.PhaseDegraded
-			if st.LastError == "" {
-				st.LastError = "the restore failed: " + st.Restore.Reason
-			}
-		case st.Restore != nil && st.Restore.Phase == v1alpha1.RestorePending:
-			st.Phase = v1alpha1.PhaseRestoring
-		case needsPerson:
-			st.Phase = v1alpha1.PhaseDegraded
-			if st.LastError == "" {
-				st.LastError = rmsg
-			}
-		default:
-			st.Phase = v1alpha1.PhaseProgressing
-		}
-	}
-	return st
-}
-
-var errNotOwned = errors.New("not this MySQLCluster's")
 
 // dataVolumeSelector selects this MySQLCluster's data claims, by its UID.
 func dataVolumeSelector(c *v1alpha1.MySQLCluster) map[string]string {

@@ -4,7 +4,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -435,85 +432,4 @@ func unsettled(c *v1alpha1.MySQLCluster) map[string]bool {
 		}
 	}
 	return out
-}
-
-// pass is one pass over a MySQLCluster, in the members of only if it is not nil (pace.go: only member changes
-// asked for it) and in every placed member otherwise.
-func (r *MySQLClusterReconciler) pass(ctx context.Context, c *v1alpha1.MySQLCluster, only map[string]bool) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	if r.Sharded {
-		return r.reconcileShare(ctx, c, only)
-	}
-	if !c.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, c)
-	}
-	s := &scope{cluster: c, before: c.Status.DeepCopy(), only: only}
-	r.resolvePlacement(s)
-	if err := r.addFinalizers(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.resolveRestore(ctx, s)
-	if err := r.reconcileCredentials(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.reconcileMembers(ctx, s)
-	r.reconcileDeparted(ctx, s)
-	s.computeStatus()
-	reportPhase(c, c.Status.Phase)
-	reportPrimaries(c)
-	if err := r.writeStatus(ctx, s); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if s.retry {
-		log.V(4).Info("Members not converged; retrying", "after", retryAfter)
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
-	}
-	if !s.lookAgain.IsZero() {
-		return ctrl.Result{RequeueAfter: time.Until(s.lookAgain) + time.Second}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
-// addFinalizers puts on, unsharded, the MySQLCluster's own finalizer and, before anything is written there, a
-// finalizer for each member it is placed on (as the sharded leader does, see sharded.go). A member's finalizer says
-// that the MySQLCluster may have objects there, and stays while it may (a member it left keeps its volumes):
-// deletion reads it to know which members not registered at the time still hold something of it, and records
-// their teardown as pending (pending.go).
-func (r *MySQLClusterReconciler) addFinalizers(ctx context.Context, s *scope) error {
-	c := s.cluster
-	changed := controllerutil.AddFinalizer(c, v1alpha1.Finalizer)
-	for _, m := range s.placed {
-		if m.AllowsNamespace(c.Namespace) && controllerutil.AddFinalizer(c, memberFinalizer(m.Name)) {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	if err := r.Hub.Update(ctx, c); err != nil {
-		return fmt.Errorf("failed to put finalizers on %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	return nil
-}
-
-// retryAfter is how soon a MySQLCluster is reconciled again while a member is unreachable or failing; member
-// events bring it back sooner when something changes there.
-const retryAfter = 10 * time.Second
-
-// writeStatus writes the computed status if it differs from what the hub has, then emits Events for the
-// conditions that changed: after the write, so that a write lost to a conflict (and redone by the next pass)
-// does not announce the same transition twice.
-func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.before, &s.cluster.Status) {
-		return nil
-	}
-	if err := r.Hub.Status().Update(ctx, s.cluster); err != nil {
-		return fmt.Errorf("failed to update status of %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
-	}
-	r.emitTransitions(s)
-	r.emitReplicationEvents(s)
-	return nil
 }

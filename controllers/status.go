@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,13 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
-// computeStatus summarises the members into the MySQLCluster's status and conditions. Messages name members and
-// counts, never timestamps or generated names, so that an unchanged fleet computes an unchanged status. Each
-// condition is decided by a function of its own, table-tested in status_test.go.
-func (s *scope) computeStatus() {
+// computeStatus summarises what the phases found into the MySQLCluster's status and conditions, as of now: it
+// is the one place where they are set, and it makes no request. Messages name members and counts, never
+// timestamps or generated names, so that an unchanged fleet computes an unchanged status. Each condition is
+// decided by a function of its own, table-tested in status_test.go.
+func (s *scope) computeStatus(now time.Time) {
 	c := s.cluster
 	st := &c.Status
 	sum := summarize(s.members, c.Generation)
@@ -43,7 +42,7 @@ func (s *scope) computeStatus() {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: v.reason,
 			Message: v.message, ObservedGeneration: c.Generation})
 	}
-	s.lookAgain = s.setBackupCondition(time.Now())
+	s.lookAgain = s.setBackupCondition(now)
 	st.Phase = phaseOf(c.Spec.Paused, len(s.members), sum, degraded.ok)
 	// A row about an earlier generation is the member's last word, not its verdict on this one.
 	if generationSettled(s.members) && rowsCurrent(s.members, c.Generation) {
@@ -141,11 +140,7 @@ func degradedVerdict(specErr, placementErr error, unknown []string, members []v1
 	reason := v1alpha1.ReasonMembersDegraded
 	switch {
 	case specErr != nil:
-		reason = v1alpha1.ReasonInvalidSpec
-		var schedErr *render.ScheduleError
-		if errors.As(specErr, &schedErr) {
-			reason = v1alpha1.ReasonInvalidSchedule
-		}
+		reason = specReason(specErr)
 		problems = append(problems, specErr.Error())
 	case len(sum.conflicts) > 0:
 		reason = conflictReason(sum.conflicts)

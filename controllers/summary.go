@@ -237,7 +237,7 @@ func (r *MySQLClusterReconciler) summarizeRows(ctx context.Context, c *v1alpha1.
 	}
 	rows := slices.DeleteFunc(mergeRows(s.before.Members, own), func(m v1alpha1.MemberStatus) bool { return !s.chosen[m.Name] })
 	s.members, s.specErr = rowsOf(s, rows)
-	s.computeStatus()
+	s.computeStatus(time.Now())
 	c.Status.Members = rows
 	return s, nil
 }
