@@ -33,7 +33,7 @@ tools: ## Build every pinned tool into ./bin (cached in ~/.cache/mysqlfleet by v
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and the manager's hub RBAC from markers, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths="./controllers/...;./cmd/manager/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=mysqlfleet-manager paths="./controllers/mysqlcluster/...;./cmd/manager/..." output:rbac:artifacts:config=config/rbac
 	go run ./hack/chartgen -crds config/crd/bases -rbac config/rbac/role.yaml -chart charts/mysqlfleet
 
 .PHONY: generate

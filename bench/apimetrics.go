@@ -11,11 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 )
 
 // sample is one line of a Prometheus text exposition.

@@ -1,5 +1,5 @@
 // Command bench is the fleet benchmark (`make bench`, flags through BENCH_FLAGS). It starts a hub and bare
-// members (etcd and kube-apiserver only, through internal/testfleet), runs the hub manager as a process of its
+// members (etcd and kube-apiserver only, through test/testfleet), runs the hub manager as a process of its
 // own, and measures:
 //
 //  1. convergence of N MySQLClusters placed on every member, against the same rendered objects pushed with
@@ -41,12 +41,11 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/controllers"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 type options struct {
@@ -95,7 +94,7 @@ func main() {
 	fs.IntVar(&o.memberBurst, "member-burst", kubeconfig.DefaultBurst, "the manager's --member-burst")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "the manager's --member-timeout")
 	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
-	fs.IntVar(&o.managerWorkers, "manager-workers", controllers.DefaultWorkers, "the manager's --workers")
+	fs.IntVar(&o.managerWorkers, "manager-workers", mysqlcluster.DefaultWorkers, "the manager's --workers")
 	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
 	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3; 1 runs one unsharded replica twice), with memory per replica, a takeover and idle writes, and a PNG plot")
 	docs := fs.String("docs", "", "only rewrite the generated tables of this Markdown page (docs/benchmarks.md) from the JSON in -out, and run nothing")
@@ -304,7 +303,7 @@ func (b *bench) setup(ctx context.Context) error {
 		return ctx.Err()
 	}
 
-	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: mysqlcluster.Scheme()}); err != nil {
 		return err
 	}
 	b.clients[f.Hub.Name] = f.Hub.Clientset()

@@ -24,15 +24,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/mysqlfleet/mysqlfleet/controllers"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 )
 
 // The manager runs in a process of its own: the bench binary started again with managerEnv set. Its memory is
 // then the manager's alone (the bench's watches, baselines and clients would otherwise share the heap and the
-// RSS), and it is assembled by internal/manager exactly as cmd/manager assembles it, with cmd/manager's
+// RSS), and it is assembled by controllers/mysqlcluster exactly as cmd/manager assembles it, with cmd/manager's
 // defaults. Unlike ./cmd/manager it also serves, on a loopback address, net/http/pprof and a few bench
 // endpoints: memory after a forced GC, which members are engaged, and a CPU profile on demand.
 const (
@@ -64,7 +63,7 @@ func runManager() int {
 	// Sample allocations every 64 KiB rather than 512 KiB, so that heap profiles of a manager holding a few
 	// MiB per 1,000 objects show what holds them (at about 2% of the manager's CPU).
 	runtime.MemProfileRate = 64 << 10
-	manager.SetGCPercent() // as cmd/manager does
+	mysqlcluster.SetGCPercent() // as cmd/manager does
 	logOut := io.Writer(os.Stderr)
 	if path := os.Getenv(managerLogEnv); path != "" {
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
@@ -76,7 +75,7 @@ func runManager() int {
 	log := ctrl.Log.WithName("bench-manager")
 
 	// The defaults of cmd/manager's flags, leader election aside: one replica needs none.
-	o := manager.Options{
+	o := mysqlcluster.Options{
 		Namespace:              managerNamespace,
 		MetricsBindAddress:     os.Getenv(managerMetricsEnv),
 		HealthProbeBindAddress: "0",
@@ -108,7 +107,7 @@ func runManager() int {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 	}
 	// KUBECONFIG names the hub; GetConfig leaves client-side rate limiting off, as for cmd/manager.
-	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
+	mgr, err := mysqlcluster.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
 		log.Error(err, "Unable to set up the manager")
 		return 1
@@ -266,7 +265,7 @@ func runManager() int {
 // reconcileCounts reads this process's mysqlfleet_member_reconciles_total, summed by member, from the counters
 // themselves: the takeover samples it every 20 ms, and a Gather of the whole registry took a third of a
 // surviving replica's CPU during the takeovers of the scale run of 2026-11-26 (bench/results/profiles).
-func reconcileCounts() map[string]float64 { return controllers.MemberReconcileCounts() }
+func reconcileCounts() map[string]float64 { return mysqlcluster.MemberReconcileCounts() }
 
 // rss reads VmRSS of /proc/<pid>/status, in bytes.
 func rss(pid string) uint64 {

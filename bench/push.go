@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // writeManifests writes each member's objects of a group as YAML into dir/<member>/: the Namespaces first
@@ -118,7 +118,7 @@ func lastLines(s string, n int) string {
 func fullSpeedClient(cfg *rest.Config) (client.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = -1, 0
-	cl, err := client.New(c, client.Options{Scheme: manager.Scheme()})
+	cl, err := client.New(c, client.Options{Scheme: mysqlcluster.Scheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // The scale profile (-scale 10,20,30): for each number of members, one fleet of that many bare members, the
@@ -138,7 +138,7 @@ func (b *bench) scaleSize(ctx context.Context, n int) (ScaleSize, error) {
 			b.logf("stopping the fleet: %v", err)
 		}
 	}()
-	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if b.hub, err = client.NewWithWatch(f.Hub.Config, client.Options{Scheme: mysqlcluster.Scheme()}); err != nil {
 		return size, err
 	}
 	for _, m := range f.Members {

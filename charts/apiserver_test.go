@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // TestManifestsAgainstAPIServer sends every object that every value set renders, hooks included, to a real

@@ -29,8 +29,8 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // pendingMetrics are metrics that the alerts or the dashboard use and the manager does not expose yet, with what
@@ -165,7 +165,7 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 		Members:              []clusters.Definition{defs[i]},
 		HubCRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
 	})
-	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: manager.Scheme()})
+	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: mysqlcluster.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNS}})).To(Succeed())
 	registerMember(g, hub, fleet.Member(memberName))
@@ -200,7 +200,7 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed(), "the manager engaged the member and reconciled the MySQLCluster")
 	// The member controller's report on the StatefulSet, as it writes it in the member: the hub reads it and
 	// exports the replication series.
-	memberClient, err := client.New(fleet.Member(memberName).Config, client.Options{Scheme: manager.Scheme()})
+	memberClient, err := client.New(fleet.Member(memberName).Config, client.Options{Scheme: mysqlcluster.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	var sts appsv1.StatefulSet
 	g.Expect(memberClient.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts)).To(Succeed())

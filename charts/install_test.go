@@ -32,8 +32,8 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 const (
@@ -60,7 +60,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	g.Expect(i).To(BeNumerically(">=", 0), "clusters/ defines no member %s", memberName)
 	// No CRD is installed up front: the chart brings it.
 	fleet := testfleet.ForTest(t, testfleet.Options{Members: []clusters.Definition{defs[i]}})
-	scheme := manager.Scheme()
+	scheme := mysqlcluster.Scheme()
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())

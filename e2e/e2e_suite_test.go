@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
 )
 
 const (
@@ -83,7 +83,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var ms []*Cluster
 	hub, ms, err = provider.Up(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	scheme := manager.Scheme()
+	scheme := mysqlcluster.Scheme()
 	hubClient, err = client.New(hub.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	members, clients = map[string]*Cluster{}, map[string]client.Client{}

@@ -101,7 +101,7 @@ var _ = Describe("A MySQLCluster across three clouds", Ordered, func() {
 
 			// As `kubectl create job --from=cronjob/orders-backup` does. The runner leaves its report in the
 			// Pod's termination message. On kind it dumps the one server, orders-0, into the backup volume. The
-			// local fleet runs the Job's runner for real too (internal/testfleet's jobs runner), but no database
+			// local fleet runs the Job's runner for real too (test/testfleet's jobs runner), but no database
 			// server runs behind kwok's Pods: the runner finds none to dump, and says so.
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "orders-backup-manual",

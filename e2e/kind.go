@@ -21,8 +21,8 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	mfcli "github.com/mysqlfleet/mysqlfleet/internal/cli"
-	"github.com/mysqlfleet/mysqlfleet/internal/kindfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/kindfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
 )
 
 // kindPrefix names the suite's kind clusters (e2e-hub, e2e-aws-eu-west-1, ...), apart from those of make kind-up.
@@ -34,7 +34,7 @@ const managerLease = "mysqlfleet-manager"
 // memberNamespace is where join installs the member controller in a member.
 const memberNamespace = mfcli.MemberNamespace
 
-// kindProvider runs the fleet of clusters/ as kind clusters (internal/kindfleet) with the images of make
+// kindProvider runs the fleet of clusters/ as kind clusters (test/kindfleet) with the images of make
 // kind-images, and the manager as the chart's Deployment. The suite's clusters are created fresh and deleted at
 // the end; E2E_KIND_KEEP=1 keeps them for a look (the next run replaces them).
 type kindProvider struct {

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // localProvider runs the fleet of clusters/ as local control planes with workloads (kube-controller-manager,

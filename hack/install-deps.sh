@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the few system packages the build and tests use, from Debian, when they are missing: make and git
 # for the build, procps (pgrep, pkill) for the test fleet's guardian, and MariaDB's server and client for the
-# database tests (internal/mysql/mysqltest starts its own mariadbd processes on loopback). Go itself is expected
+# database tests (test/mysqltest starts its own mariadbd processes on loopback). Go itself is expected
 # at /usr/local/go or on PATH; every other tool is built from the Go module proxy by hack/tools.sh.
 set -euo pipefail
 

@@ -1,7 +1,7 @@
 package v1alpha1
 
 // The contract between the hub and the member controller: what the hub (internal/render) tells the member
-// controller (internal/member) about each StatefulSet it writes into a member. It is written as annotations on
+// controller (controllers/member) about each StatefulSet it writes into a member. It is written as annotations on
 // the StatefulSet's own metadata, and the member controller reads it there and nowhere else: nothing is inferred
 // from the Pod template (a container's command, image or environment), whose shape is render's to change. Not
 // on the Pod template either: a change there would roll the Pods, and the member controller reads its Pods only

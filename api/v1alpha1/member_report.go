@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The member controller (internal/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
+// The member controller (controllers/member, cmd/member) runs in every member cluster and keeps each mysqlfleet
 // StatefulSet there a replicated set: one writable primary and semi-sync replicas. What it writes in the member
 // is named here, so that the hub can read its report without importing it; what it reads, the hub's side of the
 // contract, is in contract.go.

@@ -20,7 +20,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 var (

@@ -4,10 +4,10 @@
 // how many acknowledged writes are lost (there must be none).
 //
 // Everything that takes part is real, as controllers/replication_test.go has it: one member cluster from
-// internal/testfleet with workloads (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), the
+// test/testfleet with workloads (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), the
 // objects render makes for one member applied with server-side apply as the hub applies them, Pods made by the
-// member's StatefulSet controller, a real mariadbd behind each Pod (internal/testfleet/dbpods) booted with the
-// rendered my.cnf and init script, and the member controller (internal/member) running in-process with cmd/member's
+// member's StatefulSet controller, a real mariadbd behind each Pod (test/dbpods) booted with the
+// rendered my.cnf and init script, and the member controller (controllers/member) running in-process with cmd/member's
 // flag defaults, leader election included. The client writes through the Service the way a client behind
 // kube-proxy does: each write goes to the Pod that the ready endpoint of the Service's EndpointSlices names.
 //

@@ -32,12 +32,12 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/controllers/member"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
-	"github.com/mysqlfleet/mysqlfleet/internal/member"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet/dbpods"
+	"github.com/mysqlfleet/mysqlfleet/test/dbpods"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // TestCommands runs the subcommands as a backup Job and a restore would, against real mariadbd servers and a

@@ -5,11 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
 )
 
 // TestSeedRefusesATargetThatHoldsTransactions runs the seed subcommand as the member controller's seed Job would,

@@ -31,8 +31,8 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 const (
@@ -84,7 +84,7 @@ func TestLeaderElection(t *testing.T) {
 		Members:              []clusters.Definition{defs[i]},
 		HubCRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
 	})
-	scheme := manager.Scheme()
+	scheme := mysqlcluster.Scheme()
 	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	mem := fleet.Member(memberName)

@@ -1,5 +1,5 @@
 // Command manager is mysqlfleet's hub manager: it reconciles MySQLClusters on the hub into the registered member
-// clusters. Flags only; the assembly lives in internal/manager.
+// clusters. Flags only; the assembly lives in controllers/mysqlcluster.
 package main
 
 import (
@@ -12,10 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mysqlfleet/mysqlfleet/controllers"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
@@ -24,7 +23,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=mysqlfleet-system
 
 func main() {
-	var o manager.Options
+	var o mysqlcluster.Options
 	var qps float64
 	defaultNS := os.Getenv("POD_NAMESPACE")
 	if defaultNS == "" {
@@ -47,10 +46,10 @@ func main() {
 	flag.DurationVar(&o.MemberHealthInterval, "member-health-interval", 10*time.Second, "how often each member's /readyz is probed, so that an unreachable member is reported without waiting for a change")
 	flag.DurationVar(&o.MemberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "bound on one request to a member, counted from when it is sent (not while it waits for one of the member's in-flight slots)")
 	flag.IntVar(&o.MemberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "requests the manager keeps outstanding against one member API server at most (watches excluded); the rest wait in the manager")
-	flag.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "MySQLClusters reconciled at once (each pass's requests to a member still wait for that member's in-flight slots)")
+	flag.IntVar(&o.Workers, "workers", mysqlcluster.DefaultWorkers, "MySQLClusters reconciled at once (each pass's requests to a member still wait for that member's in-flight slots)")
 	flag.StringVar(&o.RunnerImage, "runner-image", render.DefaultRunnerImage, "image the backup and restore Jobs copy the backup runner (mysqlfleet-backup) from: this manager's own image (the chart sets it)")
 	flag.DurationVar(&o.DeletionTimeout, "deletion-timeout", 5*time.Minute, "how long deleting a MySQLCluster waits for unreachable members before releasing it")
-	flag.DurationVar(&o.OrphanScanInterval, "orphan-scan-interval", controllers.DefaultOrphanScanInterval, "how often the member caches are searched for objects of MySQLClusters the hub does not know (mysqlfleet_member_orphaned_objects)")
+	flag.DurationVar(&o.OrphanScanInterval, "orphan-scan-interval", mysqlcluster.DefaultOrphanScanInterval, "how often the member caches are searched for objects of MySQLClusters the hub does not know (mysqlfleet_member_orphaned_objects)")
 	probe := flag.String("probe", "", "GET this URL and exit, with 0 if it answers 200 OK and 1 otherwise: the health check of the image, which has no shell")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -59,11 +58,11 @@ func main() {
 		os.Exit(probeURL(*probe))
 	}
 	o.Kubeconfig.QPS = float32(qps)
-	manager.SetGCPercent()
+	mysqlcluster.SetGCPercent()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
+	mgr, err := mysqlcluster.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
 		log.Error(err, "Unable to set up the manager")
 		os.Exit(1)

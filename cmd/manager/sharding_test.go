@@ -30,9 +30,9 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // shardLeaseDuration is the sharded replicas' lease duration: longer than the leader election test's, because
@@ -79,7 +79,7 @@ func TestSharding(t *testing.T) {
 		Members:              defs,
 		HubCRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
 	})
-	scheme := manager.Scheme()
+	scheme := mysqlcluster.Scheme()
 	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mgrNamespace}})).To(Succeed())
@@ -304,7 +304,7 @@ func TestSharding(t *testing.T) {
 }
 
 func fleetClient(g Gomega, cfg *rest.Config) client.Client {
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	cl, err := client.New(cfg, client.Options{Scheme: mysqlcluster.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	return cl
 }

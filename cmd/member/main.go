@@ -1,7 +1,7 @@
 // Command mysqlfleet-member is the member controller: it runs inside a member cluster, one leader-elected
 // instance per member, and keeps each MySQL StatefulSet mysqlfleet manages there a replicated set with one
 // writable primary, labelling Pods by role and reporting per set in a ConfigMap. Flags only; the assembly lives
-// in internal/member, whose documentation says how it is installed and what it may do.
+// in controllers/member, whose documentation says how it is installed and what it may do.
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mysqlfleet/mysqlfleet/internal/member"
+	"github.com/mysqlfleet/mysqlfleet/controllers/member"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 

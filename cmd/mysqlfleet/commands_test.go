@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // The commands' behaviour is tested in depth against real API servers in internal/cli; these check the wiring.

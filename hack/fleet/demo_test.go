@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/cli"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
 )
 
 // tourStep is what a command of the printed tour must show; a command whose effect takes a moment (a

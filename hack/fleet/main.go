@@ -54,8 +54,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 type clusterInfo struct {

@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mysqlfleet/mysqlfleet/internal/kindfleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/localfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/kindfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/localfleet"
 )
 
 const (

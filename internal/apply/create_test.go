@@ -21,7 +21,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // An object the member cache lacks is created with one POST and no look first; the create's managedFields entry

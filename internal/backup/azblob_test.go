@@ -16,7 +16,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // No Azure Blob Storage server can be had here: Azurite, Microsoft's emulator, is a Node.js program and not in the

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // These tests run real mariadbd servers (mysqltest), the real mariadb-dump and mariadb client, and real object

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // heldManifests holds a run between its data and its manifest: Put of a manifest says so on stored, then waits

@@ -51,7 +51,7 @@
 //
 // # Tested how
 //
-// Against real mariadbd servers (internal/mysql/mysqltest), the real mariadb-dump and mariadb client, a real S3
+// Against real mariadbd servers (test/mysqltest), the real mariadb-dump and mariadb client, a real S3
 // server (versitygw, posix backend) and a GCS emulator (fake-gcs-server) run as processes; Azure Blob only at
 // the HTTP level (see azblob_test.go). The MySQL flavor's dump and restore have not run against a real MySQL
 // 8.4 here.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
-	"github.com/mysqlfleet/mysqlfleet/internal/backup/backuptest"
+	"github.com/mysqlfleet/mysqlfleet/test/backuptest"
 )
 
 // The object stores of these tests are real servers (backuptest): versitygw and fake-gcs-server.

@@ -36,13 +36,13 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
+	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/cli"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/leftovers"
-	"github.com/mysqlfleet/mysqlfleet/internal/manager"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 const (
@@ -84,7 +84,7 @@ func TestCLI(t *testing.T) {
 	})
 	e := &env{t: t, fleet: f, hubPath: f.Hub.KubeconfigPath, memberPaths: map[string]string{}, members: map[string]kubernetes.Interface{}}
 	var err error
-	if e.hub, err = client.New(f.Hub.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if e.hub, err = client.New(f.Hub.Config, client.Options{Scheme: mysqlcluster.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -852,7 +852,7 @@ func runManager(e *env, t *testing.T) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.UseDevMode(true)))
 	})
 	logPath := managerLogPath
-	mgr, err := manager.New(e.fleet.Hub.Config, manager.Options{
+	mgr, err := mysqlcluster.New(e.fleet.Hub.Config, mysqlcluster.Options{
 		Namespace: fleetNS, MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipControllerNameValidation: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -8,7 +8,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
-// The member controller (internal/member) decides, inside each member, which server of each database is the
+// The member controller (controllers/member) decides, inside each member, which server of each database is the
 // primary, so that failover goes on when the hub cannot be reached. join installs it into the member, in
 // MemberNamespace, with its own ServiceAccount and least-privilege RBAC, as a Deployment of two replicas with
 // leader election, running mysqlfleet-member from the manager's image (render.MemberController builds them). It

@@ -21,10 +21,10 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
-// The real-server tests run MariaDB 10.11 processes (internal/mysql/mysqltest) and drive them only through
+// The real-server tests run MariaDB 10.11 processes (test/mysqltest) and drive them only through
 // the engine: Reconcile over ServerOps, as the member controller will. The test plays the member controller
 // (it keeps the record) and the application (writers that follow the recorded primary, as clients of the
 // primary Service do once the role label moves).

@@ -144,7 +144,7 @@ type Observation struct {
 	Err error
 	// Unhealthy, when set, says why an instance that answers must not stay or become primary. The member
 	// controller decides it from what it knows beyond SQL: today, that the instance's Pod is being deleted
-	// (internal/member's unhealthy says why that rule and no other). A primary marked unhealthy is failed over
+	// (controllers/member's unhealthy says why that rule and no other). A primary marked unhealthy is failed over
 	// like an unreachable one, but fenced first. A switchover away from it would lose no in-flight commit, but
 	// needs its server to stay up until the switch is done.
 	Unhealthy string

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // The real-server tests run MariaDB 10.11 processes (mysqltest) and drive them only through this package's

@@ -27,7 +27,7 @@ type DB interface {
 // Guard is asked before every statement that changes a server. It refuses the statement with an error, or
 // returns the moment after which the statement must no longer run (zero for none), which becomes the deadline
 // of the statement's context. The member controller's guard is its leader election lease: a controller that
-// may have lost its Lease sends nothing more (see internal/member).
+// may have lost its Lease sends nothing more (see controllers/member).
 type Guard func() (until time.Time, err error)
 
 // guardedDB is a DB that asks its guard before every Exec. Queries only read and go through unasked.

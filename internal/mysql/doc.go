@@ -11,7 +11,7 @@
 // It is a plain library: no Kubernetes, no clock of its own beyond the waits it is asked for, no decisions.
 // Which server is primary, and when to fail over, is the member controller's business.
 //
-// Tested against real MariaDB 10.11 servers that internal/mysql/mysqltest starts on loopback. The MySQL
+// Tested against real MariaDB 10.11 servers that test/mysqltest starts on loopback. The MySQL
 // flavor has not run against a real MySQL 8.4 server: none can be installed where this was written; its
 // statements are checked by unit tests that record them.
 package mysql

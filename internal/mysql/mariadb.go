@@ -8,7 +8,7 @@ import (
 )
 
 // MariaDBFlavor speaks to MariaDB 10.6 and later. It is the flavor this package's tests run against real
-// servers (Debian's mariadb-server 10.11, see internal/mysql/mysqltest).
+// servers (Debian's mariadb-server 10.11, see test/mysqltest).
 //
 // How it differs from MySQL, and what it does about it:
 //   - GTIDs are domain-server-sequence and the server keeps positions, not sets (see GTIDSet). The executed

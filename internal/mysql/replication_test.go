@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // neverFallBack is semi-sync as the product runs it: one acknowledgement, no timeout.

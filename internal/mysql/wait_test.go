@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/mysql/mysqltest"
+	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
 
 // A switchover target that lacks a whole (domain, server_id) run of the primary is not caught up, though its

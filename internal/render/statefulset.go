@@ -45,7 +45,7 @@ const (
 //     the 1000 + ordinal it has run with, written to the file so that it stays.
 //
 // The file is written with a rename, so that it is whole or absent. It is POSIX sh (dash and busybox run it).
-// Test rigs that boot servers for Pods run it too (internal/testfleet/dbpods).
+// Test rigs that boot servers for Pods run it too (test/dbpods).
 const ServerIDScript = `id_file="$volume/server-id"
 if [ -d "$datadir/mysql" ] && [ -s "$id_file" ]; then
   server_id=$(cat "$id_file")

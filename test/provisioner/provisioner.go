@@ -5,7 +5,7 @@
 // policy is Delete. It writes only when something changed, so that an idle fleet makes no writes.
 //
 // It serves two kinds of cluster:
-//   - test fleets (internal/testfleet): real API servers whose nodes are kwok's fakes, where no Pod runs. The
+//   - test fleets (test/testfleet): real API servers whose nodes are kwok's fakes, where no Pod runs. The
 //     volumes are hostPath bookkeeping; nothing is made on disk.
 //   - kind members (hack/kind/provisioner, a Deployment on the member's single node): the volumes are `local`
 //     volumes in directories made under a base directory and pinned to the node. `local` rather than hostPath

@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mysqlfleet/mysqlfleet/clusters"
-	"github.com/mysqlfleet/mysqlfleet/internal/testfleet"
 	"github.com/mysqlfleet/mysqlfleet/test/provisioner"
+	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
 
 // The cases share one fleet member with kube-controller-manager, whose persistent-volume controller binds claims

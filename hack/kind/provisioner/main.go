@@ -3,7 +3,7 @@
 // kind tier's stand-in for a cloud's CSI driver. What it does, and why it exists, is test/provisioner's; this is
 // its flags, in-cluster configuration and signal handling.
 //
-// It runs as a Deployment in each member (internal/kindfleet deploys it), with the node's --base-dir mounted at
+// It runs as a Deployment in each member (test/kindfleet deploys it), with the node's --base-dir mounted at
 // the same path.
 package main
 
