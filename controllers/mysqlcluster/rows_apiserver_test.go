@@ -25,7 +25,7 @@ import (
 func TestStatusWriteRefusedOverRowsWrittenMeanwhile(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := testfleet.ForTest(t, testfleet.Options{HubCRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")}})
+	f := testfleet.ForTest(t, testfleet.Options{HubCRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
 	scheme := runtime.NewScheme()
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())

@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 	fleet, err = testfleet.Start(ctx, testfleet.Options{
 		Members:              append(defs, spare),
 		Workloads:            true,
-		HubCRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
+		HubCRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
