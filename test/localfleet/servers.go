@@ -266,7 +266,6 @@ func ServiceServer(ctx context.Context, cs kubernetes.Interface, file, ns, name 
 		return ServerRecord{}, err
 	}
 	if _, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
-		pod = ""
 		var ready []string
 		for _, s := range eps.Items {
 			for _, e := range s.Endpoints {
