@@ -169,7 +169,17 @@ kind-down: ## Delete the kind clusters of make kind-up.
 	go build -o $(BIN)/kindfleet ./hack/kindfleet
 	$(BIN)/kindfleet down
 
+# E2E_KIND_MEMBERS=N starts only the first N members of clusters/; E2E_KIND_LABELS selects specs by label
+# (ginkgo's label filter; empty: every spec kind can run).
+E2E_KIND_MEMBERS ?=
+E2E_KIND_LABELS ?=
+
 .PHONY: test-e2e-kind
 test-e2e-kind: kind-images ## Run the e2e suite on kind clusters (fresh e2e-* clusters, deleted after; E2E_KIND_KEEP=1 keeps them).
 	hack/tools.sh kubectl kind
-	E2E_PROVIDER=kind go test -tags e2e -v ./e2e/ -count=1 -timeout 100m -ginkgo.v
+	E2E_PROVIDER=kind E2E_KIND_MEMBERS=$(E2E_KIND_MEMBERS) go test -tags e2e -v ./e2e/ -count=1 -timeout 100m -ginkgo.v \
+		$(if $(E2E_KIND_LABELS),-ginkgo.label-filter='$(E2E_KIND_LABELS)')
+
+.PHONY: test-kind-ci
+test-kind-ci: ## The kind tier as CI runs it: the real-Pods specs (replication, failover, backup and restore) on a hub and one member.
+	$(MAKE) test-e2e-kind E2E_KIND_MEMBERS=1 E2E_KIND_LABELS=real-pods

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,10 @@ var (
 	hub       *Cluster
 	hubClient client.Client
 	members   map[string]*Cluster
-	clients   map[string]client.Client
-	workDir   string
+	// order is the members' names in the order of clusters/.
+	order   []string
+	clients map[string]client.Client
+	workDir string
 	// cli is the mysqlfleet binary, built from this tree.
 	cli string
 )
@@ -89,6 +92,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	members, clients = map[string]*Cluster{}, map[string]client.Client{}
 	for _, m := range ms {
 		members[m.Name] = m
+		order = append(order, m.Name)
 		clients[m.Name], err = client.New(m.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 	}
@@ -147,6 +151,10 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		}
 	}
 })
+
+// memberNames are the members the provider started, in the order of clusters/: the real-Pods specs place on
+// these, so that they run on a fleet of any size (E2E_KIND_MEMBERS).
+func memberNames() []string { return slices.Clone(order) }
 
 // registerMember writes the registration Secret that `mysqlfleet join` writes.
 func registerMember(ctx context.Context, name, cloud, region string, kubeconfig []byte) error {

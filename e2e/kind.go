@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,12 +37,16 @@ const memberNamespace = mfcli.MemberNamespace
 
 // kindProvider runs the fleet of clusters/ as kind clusters (test/kindfleet) with the images of make
 // kind-images, and the manager as the chart's Deployment. The suite's clusters are created fresh and deleted at
-// the end; E2E_KIND_KEEP=1 keeps them for a look (the next run replaces them).
+// the end; E2E_KIND_KEEP=1 keeps them for a look (the next run replaces them). E2E_KIND_MEMBERS=N starts only
+// the first N members of clusters/ (CI runs the real-Pods specs on one, which place on every member there is;
+// the local fleet's specs expect all three).
 type kindProvider struct {
 	root   string
 	images kindfleet.Images
-	fleet  *kindfleet.Fleet
-	hubCS  kubernetes.Interface
+	// members is how many members of clusters/ to start; 0: all.
+	members int
+	fleet   *kindfleet.Fleet
+	hubCS   kubernetes.Interface
 }
 
 func newKindProvider() (*kindProvider, error) {
@@ -53,14 +58,20 @@ func newKindProvider() (*kindProvider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kindProvider{root: root, images: images}, nil
+	p := &kindProvider{root: root, images: images}
+	if v := os.Getenv("E2E_KIND_MEMBERS"); v != "" {
+		if p.members, err = strconv.Atoi(v); err != nil || p.members < 1 {
+			return nil, fmt.Errorf("E2E_KIND_MEMBERS must be a number of members, at least 1, not %q", v)
+		}
+	}
+	return p, nil
 }
 
 func (p *kindProvider) Name() string { return "kind" }
 
 func (p *kindProvider) options() kindfleet.Options {
 	return kindfleet.Options{Root: p.root, Dir: filepath.Join(p.root, ".kind"), Prefix: kindPrefix, Images: p.images,
-		Log: ginkgo.GinkgoWriter}
+		Members: p.members, Log: ginkgo.GinkgoWriter}
 }
 
 func (p *kindProvider) Up(ctx context.Context) (*Cluster, []*Cluster, error) {

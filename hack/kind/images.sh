@@ -455,13 +455,23 @@ main() {
   local what=("$@") w start env_file line k
   ((${#what[@]})) || what=(node mariadb provisioner manager)
   start=$SECONDS
+  # Every image is built into, or loaded from its archive into, a Docker engine: say so plainly when none answers.
+  if ! docker info >/dev/null 2>&1; then
+    log "no Docker engine answers ('docker info' fails): the kind tier needs one; start it, or run as a user allowed to use it"
+    exit 1
+  fi
   for w in "${what[@]}"; do
     case $w in
       node) node_image ;;
       mariadb) mariadb_image ;;
       provisioner) provisioner_image ;;
       manager) manager_image ;;
-      rootfs) rootfs node "$NODE_PACKAGES" >/dev/null && rootfs mariadb "$MARIADB_PACKAGES" >/dev/null ;;
+      # Two commands, not one && list: set -e does not stop at a failure before the last command of such a list,
+      # and a failed debootstrap must fail the run.
+      rootfs)
+        rootfs node "$NODE_PACKAGES" >/dev/null
+        rootfs mariadb "$MARIADB_PACKAGES" >/dev/null
+        ;;
       *) log "unknown image $w"; exit 2 ;;
     esac
   done
