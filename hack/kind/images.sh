@@ -184,6 +184,29 @@ wrapper_build() {
   mv "$out/$name.tmp" "$out/$name"
 }
 
+# coredns_build: CoreDNS $KIND_COREDNS_VERSION with only the plugins of the Corefile kubeadm writes (errors,
+# health, ready, kubernetes, prometheus, forward, cache, loop, reload, loadbalance) and log, from a main of our own
+# over coremain, the way CoreDNS documents builds with a chosen plugin set. The full set pulls in every cloud's
+# DNS SDK (route53, clouddns, azure) and was most of a cold node-image build on two shared cores. The plugins'
+# order comes from CoreDNS's own directive list (core/dnsserver), not from these imports.
+coredns_build() {
+  local version=$KIND_COREDNS_VERSION mod=github.com/coredns/coredns p
+  local out=$cache/coredns-min-$version src=$cache/src/coredns-min-$version
+  [[ -x $out/coredns ]] && return 0
+  log "building coredns $version (kubeadm's plugins only)"
+  mkdir -p "$src" "$out"
+  printf 'module mysqlfleet.io/tools/coredns\n\ngo 1.26\n\nrequire %s %s\n' "$mod" "$version" >"$src/go.mod"
+  {
+    printf 'package main\n\nimport (\n'
+    for p in cache errors forward health kubernetes loadbalance log loop metrics ready reload; do
+      printf '\t_ "%s/plugin/%s"\n' "$mod" "$p"
+    done
+    printf '\n\t"%s/coremain"\n)\n\nfunc main() { coremain.Run() }\n' "$mod"
+  } >"$src/main.go"
+  (cd "$src" && go mod tidy >/dev/null && go build -trimpath -ldflags "-s -w" -o "$out/coredns.tmp" .)
+  mv "$out/coredns.tmp" "$out/coredns"
+}
+
 # ---------------------------------------------------------------------------------------------------------------
 # Images preloaded into the node: single-layer images of static binaries, tagged as kubeadm asks for them.
 
@@ -206,7 +229,7 @@ control_plane_images() {
   local kadm
   kadm=$(kube_node_bin)/kubeadm
   mkdir -p "$outdir"
-  wrapper_build coredns "$KIND_COREDNS_VERSION" github.com/coredns/coredns
+  coredns_build
   wrapper_build etcd "$KIND_ETCD_VERSION" go.etcd.io/etcd/server/v3
   # pause: a static Go program of ours (hack/kind/pause), the sandbox of every Pod.
   go build -C "$root" -trimpath -ldflags "-s -w" -o "$outdir/pause.bin" ./hack/kind/pause
@@ -238,7 +261,7 @@ control_plane_images() {
         ;;
       etcd) install -m 0755 "$cache/etcd-$KIND_ETCD_VERSION/etcd" "$dir/usr/local/bin/" ;;
       coredns)
-        install -m 0755 "$cache/coredns-$KIND_COREDNS_VERSION/coredns" "$dir/coredns"
+        install -m 0755 "$cache/coredns-min-$KIND_COREDNS_VERSION/coredns" "$dir/coredns"
         entry=(--change 'ENTRYPOINT ["/coredns"]')
         ;;
       pause)
@@ -293,7 +316,7 @@ NODE_PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plug
 node_image() {
   local kinddir k ref archive tarball dir
   kinddir=$(cd "$cache" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  k=$(key <(declare -f node_image control_plane_images preload copy_with_libs import_dir rootfs wrapper_build) \
+  k=$(key <(declare -f node_image control_plane_images preload copy_with_libs import_dir rootfs wrapper_build coredns_build) \
     "$here"/node/* "$root/hack/kind/pause/main.go" <(echo "$NODE_PACKAGES"))
   ref=mysqlfleet/kind-node:$KUBE_VERSION-$k
   archive=$kcache/images/kind-node-$KUBE_VERSION-$k.tar
