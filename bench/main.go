@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
 	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
@@ -393,8 +394,8 @@ func names(ms []*testfleet.Cluster) []string {
 	return out
 }
 
-func host() Host {
-	h := Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
+func host() machine.Host {
+	h := machine.Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(out))
 		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
