@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	"github.com/mysqlfleet/mysqlfleet/clusters"
 	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
@@ -83,9 +84,9 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 8, "concurrent applies per member of the Go floor")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "pause before the idle window and before memory samples")
 	// A deployed replica runs under the chart's CPU limit of 1, and Go sets GOMAXPROCS from a container's CPU
-	// limit; here every process shares the machine's cores. It keeps the deployed shape; it did not close the gap:
-	// in full scale runs (2026-11-28) the members served the sharded replicas' writes 2.5 - 3.3x slower than one
-	// replica's with 2, and 1.7 - 2.8x slower with 1.
+	// limit; here every process shares the machine's cores. It keeps the deployed shape; it does not close the gap
+	// between one replica and sharded ones (the member mean apply column of the scale runs in
+	// docs/benchmarks.md).
 	fs.IntVar(&o.managerProcs, "manager-procs", 1, "GOMAXPROCS of every manager replica: 1, as the chart's CPU limit of 1 gives a deployed replica")
 	fs.BoolVar(&o.pinTiers, "pin-tiers", false, "scale profile: the hub and the manager replicas on CPU 0, the members and the bench on CPU 1 (bench/pin.go)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long a convergence may take before it is reported incomplete")
@@ -393,8 +394,8 @@ func names(ms []*testfleet.Cluster) []string {
 	return out
 }
 
-func host() Host {
-	h := Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
+func host() machine.Host {
+	h := machine.Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(out))
 		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {

@@ -36,10 +36,10 @@ func (b *bench) phases(ctx context.Context) {
 		b.obs.wait(ctx, g.allKeys(), time.Minute)
 	}
 
-	// Members that fill from empty slow down, then level off (in the -repeat 5 run of 2026-11-26 the floor took
-	// 22.7 s on the empty fleet, 29.2 s after 4 runs' worth of objects and 47 s after 8 to 13): an approach
-	// measured first on an empty fleet is flattered against the others. So the members are filled first, by
-	// the floor's method and with the baselines' label (the manager caches none of it), and not measured.
+	// Members that fill from empty slow down, then level off (the floor's time from one repetition to the next in
+	// bench/results/20261126T102849Z.json, a -repeat 5 run without pre-fill): an approach measured first on an
+	// empty fleet is flattered against the others. So the members are filled first, by the floor's method and
+	// with the baselines' label (the manager caches none of it), and not measured.
 	for i := range o.prefill {
 		g, err := newGroup(ctx, b.hub, "p"+strconv.Itoa(i), o.clusters, o.perNamespace, b.factsOf(b.members...), true)
 		if err != nil {
@@ -112,11 +112,12 @@ func (b *bench) phases(ctx context.Context) {
 // joining one too: its objects there are what the join waits for).
 //
 // Every approach's objects stay, so each one runs on member API servers that hold more than the one before it
-// did, and they get slower as they fill (in the -repeat 5 run of 2026-11-26 the floor took 65.8 s on the empty
-// fleet and 97-113 s in the runs after it). Measured always in the same order, the approach that comes last pays for that in every run. The
-// order therefore rotates from run to run (run 1: floor, kubectl, mysqlfleet; run 2: mysqlfleet, floor, kubectl;
-// run 3: kubectl, mysqlfleet, floor; ...), and the manager is let settle before whatever follows mysqlfleet, so
-// that its trailing status writes are not timed as another approach's.
+// did, and they get slower as they fill (the floor's time from one repetition to the next in
+// bench/results/20261126T045436Z.json, whose approaches ran in one order). Measured always in the same order, the
+// approach that comes last pays for that in every run. The order therefore rotates from run to run (run 1:
+// floor, kubectl, mysqlfleet; run 2: mysqlfleet, floor, kubectl; run 3: kubectl, mysqlfleet, floor; ...), and
+// the manager is let settle before whatever follows mysqlfleet, so that its trailing status writes are not timed
+// as another approach's.
 func (b *bench) convergence(ctx context.Context, rep int, all []*testfleet.Cluster) (ConvergenceRun, *group, error) {
 	o := b.o
 	var out ConvergenceRun
@@ -253,8 +254,8 @@ func (b *bench) profileAPIServer(ctx context.Context, name, run string) {
 	}()
 }
 
-// apiServerProfileSeconds is shorter than an approach's convergence (or an outage's run) in the default run (60 s
-// and more), so that each profile sees only its approach.
+// apiServerProfileSeconds is shorter than an approach's convergence (or an outage's run) in the default run (the
+// floor, kubectl and mysqlfleet columns of docs/benchmarks.md), so that each profile sees only its approach.
 const apiServerProfileSeconds = 20
 
 // quiesce waits until the manager's counters (reconciles, applies, queue) have stood still for two seconds, at

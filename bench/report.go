@@ -11,14 +11,16 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 )
 
 // Results is what a run measured; it is written as JSON to <out>/<timestamp>.json and <out>/latest.json.
 type Results struct {
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Host     Host      `json:"host"`
-	Params   Params    `json:"params"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Host     machine.Host `json:"host"`
+	Params   Params       `json:"params"`
 
 	Convergence Convergence `json:"convergence"`
 	Status      Latencies   `json:"statusReflection"`
@@ -31,14 +33,6 @@ type Results struct {
 	Targets  []Target `json:"targets"`
 	Profiles string   `json:"profiles"`
 	Errors   []string `json:"errors,omitempty"`
-}
-
-type Host struct {
-	Cores      int     `json:"cores"`
-	Load1Start float64 `json:"load1Start"`
-	Load1End   float64 `json:"load1End"`
-	GoVersion  string  `json:"goVersion"`
-	Commit     string  `json:"commit,omitempty"`
 }
 
 type Params struct {

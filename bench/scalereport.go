@@ -16,19 +16,21 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 )
 
 // ScaleResults is what the scale profile measured: scale-<timestamp>.json.
 type ScaleResults struct {
-	Started  time.Time   `json:"started"`
-	Finished time.Time   `json:"finished"`
-	Host     Host        `json:"host"`
-	Params   ScaleParams `json:"params"`
-	Sizes    []ScaleSize `json:"sizes"`
-	Targets  []Target    `json:"targets"`
-	Plot     string      `json:"plot,omitempty"`
-	Profiles string      `json:"profiles"`
-	Errors   []string    `json:"errors,omitempty"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Host     machine.Host `json:"host"`
+	Params   ScaleParams  `json:"params"`
+	Sizes    []ScaleSize  `json:"sizes"`
+	Targets  []Target     `json:"targets"`
+	Plot     string       `json:"plot,omitempty"`
+	Profiles string       `json:"profiles"`
+	Errors   []string     `json:"errors,omitempty"`
 }
 
 type ScaleParams struct {

@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
@@ -401,8 +402,8 @@ func loadAverage() [3]float64 {
 	return l
 }
 
-func host() Host {
-	h := Host{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()}
+func host() machine.Host {
+	h := machine.Host{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()}
 	if out, err := exec.Command("mariadbd", "--version").Output(); err == nil {
 		h.MariaDB = strings.TrimSpace(string(out))
 	} else if out, err := exec.Command("/usr/sbin/mariadbd", "--version").Output(); err == nil {

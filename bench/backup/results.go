@@ -1,31 +1,23 @@
 package backup
 
+import "github.com/mysqlfleet/mysqlfleet/bench/machine"
+
 // The types of the JSON a run records live outside the test files so that bench's docs command (go run ./bench
 // -docs) can read them: docs/benchmarks.md is generated from them.
 
 // Results is what a benchmark run records, as JSON in bench/results/backup-<timestamp>.json.
 type Results struct {
-	Timestamp  string   `json:"timestamp"`
-	Host       Host     `json:"host"`
-	Runner     string   `json:"runner"`
-	ServerArgs []string `json:"serverArgs"`
-	Database   Database `json:"database"`
+	Timestamp string `json:"timestamp"`
+	// Host is the machine and its load: the server, the dump tool, gzip and the runner share its cores.
+	Host       machine.Host `json:"host"`
+	Runner     string       `json:"runner"`
+	ServerArgs []string     `json:"serverArgs"`
+	Database   Database     `json:"database"`
 	// Target is the largest runner/pipe ratio of median times the issue allows.
 	Target  float64 `json:"targetRatio"`
 	Backup  Summary `json:"backup"`
 	Restore Summary `json:"restore"`
 	Runs    []Run   `json:"runs"`
-}
-
-// Host is the machine and its load: the server, the dump tool, gzip and the runner share its cores.
-type Host struct {
-	Cores     int        `json:"cores"`
-	LoadStart [3]float64 `json:"loadAverageStart"`
-	LoadEnd   [3]float64 `json:"loadAverageEnd"`
-	GoVersion string     `json:"goVersion"`
-	MariaDB   string     `json:"mariadb"`
-	Gzip      string     `json:"gzip"`
-	Commit    string     `json:"commit,omitempty"`
 }
 
 // Database is what was backed up.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 	"github.com/mysqlfleet/mysqlfleet/test/testfleet"
 )
@@ -131,7 +132,7 @@ func BenchmarkFailover(b *testing.B) {
 // measure does one run on a fresh set: form it, write through <name>-primary, make the fault (kill -9 of the
 // primary's server) or the request (switchover to ordinal 1), time the first write the new primary
 // acknowledges, then check that every acknowledged write is on the new primary.
-func (e *env) measure(b *testing.B, r *Run, h *Host) {
+func (e *env) measure(b *testing.B, r *Run, h *machine.Host) {
 	fail := func(format string, args ...any) {
 		r.Error = fmt.Sprintf(format, args...)
 		b.Fatal(r.Error)

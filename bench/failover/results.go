@@ -1,32 +1,21 @@
 package failover
 
+import "github.com/mysqlfleet/mysqlfleet/bench/machine"
+
 // The types of the JSON a run records live outside the test files so that bench's docs command (go run ./bench
 // -docs) can read them: docs/benchmarks.md is generated from them.
 
 // Results is what a benchmark run records, as JSON in bench/results/failover-<timestamp>.json.
 type Results struct {
-	Timestamp  string     `json:"timestamp"`
-	Host       Host       `json:"host"`
-	Controller Controller `json:"memberController"`
-	Writer     Writer     `json:"writer"`
-	Failover   *Figure    `json:"failover,omitempty"`
-	Frozen     *Figure    `json:"frozenPrimaryFailover,omitempty"`
-	Switchover *Figure    `json:"switchover,omitempty"`
-}
-
-// Host is the machine and its load: the servers, the member's control plane and the controller share its cores
-// with whatever else runs.
-type Host struct {
-	Cores int `json:"cores"`
-	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load averages.
-	LoadStart [3]float64 `json:"loadAverageStart"`
-	LoadEnd   [3]float64 `json:"loadAverageEnd"`
-	GoVersion string     `json:"goVersion"`
-	MariaDB   string     `json:"mariadb"`
-	// Commit is the checked-out revision, with -dirty when the work tree had changes. WholeTree tells that the
-	// check looked at the whole work tree: runs recorded without it looked under bench/failover only.
-	Commit    string `json:"commit,omitempty"`
-	WholeTree bool   `json:"commitCheckedWholeTree,omitempty"`
+	Timestamp string `json:"timestamp"`
+	// Host is the machine and its load: the servers, the member's control plane and the controller share its
+	// cores with whatever else runs.
+	Host       machine.Host `json:"host"`
+	Controller Controller   `json:"memberController"`
+	Writer     Writer       `json:"writer"`
+	Failover   *Figure      `json:"failover,omitempty"`
+	Frozen     *Figure      `json:"frozenPrimaryFailover,omitempty"`
+	Switchover *Figure      `json:"switchover,omitempty"`
 }
 
 // Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.

@@ -14,12 +14,14 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 )
 
 func newResults(stamp string) *Results {
 	r := &Results{
 		Timestamp: stamp,
-		Host:      Host{Cores: runtime.NumCPU(), LoadStart: loadAverage(), GoVersion: runtime.Version()},
+		Host:      machine.Host{Cores: runtime.NumCPU(), LoadStart: loadAverage(), GoVersion: runtime.Version()},
 		Writer: Writer{EndpointPoll: pollEvery.String(), WriteTimeout: flagWriteTimeout.String(),
 			Warmup: flagWarmup.String(), Spread: spreadOf(*flagSpread)},
 	}

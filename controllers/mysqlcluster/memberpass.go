@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -18,13 +20,16 @@ import (
 )
 
 // memberPass is one member's part of a pass over a MySQLCluster: it finds the member, renders what the member
-// needs, applies it and reads back how far the member got, recording each finding in the member's row. Every
-// member's pass runs on a goroutine of its own (reconcileMembers): it reads the scope and writes only its row.
+// needs, applies it and reads back how far the member got, recording each finding in the member's row. What it
+// found before reading back (reached or not, applied or why not) it records as passFacts, which
+// memberPassStatus turns into the row's conditions; it sets none itself. Every member's pass runs on a goroutine
+// of its own (reconcileMembers): it reads the scope and writes only its row.
 type memberPass struct {
 	r *MySQLClusterReconciler
 	s *scope
 	m fleet.State
-	// prev is the member's row as last written; row is the one this pass makes, and conds sets its conditions.
+	// prev is the member's row as last written; row is the one this pass makes, and conds sets the conditions the
+	// read-back decides.
 	prev  v1alpha1.MemberStatus
 	row   v1alpha1.MemberStatus
 	conds memberConditions
@@ -78,14 +83,13 @@ func (p *memberPass) run(ctx context.Context) (v1alpha1.MemberStatus, error) {
 	return p.finish(ctx, mc, hold, p.apply(ctx, a, objs)), nil
 }
 
-// connect finds the member's cluster, or the failure that keeps the pass out of it.
-func (p *memberPass) connect(ctx context.Context) (cluster.Cluster, *failure) {
+// connect finds the member's cluster, or what kept the pass out of it.
+func (p *memberPass) connect(ctx context.Context) (cluster.Cluster, *passFacts) {
 	m := p.m
 	switch {
 	case errors.Is(m.Err, fleet.ErrRefused):
 		// Nothing was ever sent to it: its registration is what needs a person, not its network.
-		return nil, &failure{phase: v1alpha1.PhaseDegraded, reason: v1alpha1.ReasonRegistrationRefused,
-			reachReason: v1alpha1.ReasonRegistrationRefused, err: m.Err}
+		return nil, &passFacts{applied: applyFailed, unreached: v1alpha1.ReasonRegistrationRefused, err: m.Err}
 	case m.Err != nil:
 		return nil, unreachable(m.Err)
 	case !m.Engaged:
@@ -176,10 +180,7 @@ func (p *memberPass) record(ctx context.Context, results []apply.Result) {
 // recreating reports a member whose StatefulSet is being recreated with its new volume template; the deletion
 // of the StatefulSet brings the MySQLCluster back.
 func (p *memberPass) recreating(ctx context.Context, mc client.Client, hold *scaleDownHold) v1alpha1.MemberStatus {
-	p.row.Phase = v1alpha1.PhaseProgressing
-	p.conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-	p.conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonConverging,
-		"recreating the StatefulSet for its new volume template")
+	p.settle(passFacts{applied: applyRecreating})
 	return p.readBack(ctx, mc, hold)
 }
 
@@ -187,31 +188,37 @@ func (p *memberPass) recreating(ctx context.Context, mc client.Client, hold *sca
 func (p *memberPass) finish(ctx context.Context, mc client.Client, hold *scaleDownHold, err error) v1alpha1.MemberStatus {
 	if conflicts, others := apply.SplitConflicts(err); len(conflicts) > 0 && !isUnreachable(errors.Join(others...)) {
 		p.row.Conflicts = conflicts
-		p.conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-		p.row.Phase, p.row.LastError = v1alpha1.PhaseDegraded, conflictMessage(conflicts)
-		p.conds.set(v1alpha1.MemberConditionApplied, false, conflictReason(conflicts), p.row.LastError)
+		p.settle(passFacts{applied: applyConflicts, conflicts: conflicts})
 		p.count()
 		return p.readBack(ctx, mc, hold)
 	}
 	if err != nil {
 		return p.failed(ctx, err)
 	}
-	p.conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
 	switch {
 	case p.s.cluster.Spec.Paused:
-		p.row.Phase = v1alpha1.PhasePaused
-		p.conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonPaused, "paused: nothing applied")
+		p.settle(passFacts{applied: applyPaused})
 		p.count()
 		return p.readBack(ctx, mc, hold)
 	case hold != nil:
-		// Everything is applied, but spec.replicas is not in the member yet.
-		p.conds.set(v1alpha1.MemberConditionApplied, false, v1alpha1.ReasonScaleDownPending, hold.message)
+		p.settle(passFacts{applied: applyHeld, holdMessage: hold.message})
 	default:
-		p.conds.set(v1alpha1.MemberConditionApplied, true, v1alpha1.ReasonApplied, "")
+		p.settle(passFacts{applied: appliedAll})
 	}
 	st := p.readBack(ctx, mc, hold)
 	p.count()
 	return st
+}
+
+// settle records what the pass found before reading back: the row takes the conditions, phase and last error
+// that memberPassStatus decides from f, as of now.
+func (p *memberPass) settle(f passFacts) {
+	f.at = metav1.Now()
+	v := memberPassStatus(f, p.s.cluster.Generation)
+	p.row.Phase, p.row.LastError = v.phase, v.lastError
+	for _, c := range v.conditions {
+		meta.SetStatusCondition(&p.row.Conditions, c)
+	}
 }
 
 // readBack reads back how far the member got into the row (see MySQLClusterReconciler.readBack).
@@ -225,36 +232,21 @@ func (p *memberPass) count() {
 	memberReconciles.WithLabelValues(p.m.Name, string(p.row.Phase)).Inc()
 }
 
-// failure is why a member's pass ended before anything was read back, as the member's row reports it.
-type failure struct {
-	// phase is the member's; reason is that of its Applied and Ready conditions.
-	phase  v1alpha1.Phase
-	reason string
-	// reachReason, when set, is the reason of a Reachable condition that is False: the member did not answer,
-	// or was never asked. Empty means it answered.
-	reachReason string
-	err         error
-}
-
 // unreachable is a member that did not answer.
-func unreachable(err error) *failure {
-	return &failure{phase: v1alpha1.PhaseUnreachable, reason: v1alpha1.ReasonUnreachable,
-		reachReason: v1alpha1.ReasonUnreachable, err: err}
+func unreachable(err error) *passFacts {
+	return &passFacts{applied: applyFailed, unreached: v1alpha1.ReasonUnreachable, err: err}
 }
 
 // degraded is a member that answered, and in which the pass could not do its work for reason.
-func degraded(reason string, err error) *failure {
-	return &failure{phase: v1alpha1.PhaseDegraded, reason: reason, err: err}
+func degraded(reason string, err error) *passFacts {
+	return &passFacts{applied: applyFailed, failReason: reason, err: err}
 }
 
-// fail records a failure in the member's row.
-func (p *memberPass) fail(f *failure) v1alpha1.MemberStatus {
-	if f.reachReason != "" {
-		p.conds.set(v1alpha1.MemberConditionReachable, false, f.reachReason, f.err.Error())
-	} else {
-		p.conds.set(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
-	}
-	return p.conds.fail(f.phase, f.reason, f.err)
+// fail records a pass that ended before anything could be read back, and counts it.
+func (p *memberPass) fail(f *passFacts) v1alpha1.MemberStatus {
+	p.settle(*f)
+	p.count()
+	return p.row
 }
 
 // failed classifies an error of a request to the member: no answer is unreachability, anything else a failed

@@ -98,7 +98,8 @@ func needsRetry(st v1alpha1.MemberStatus, m fleet.State) bool {
 	return false
 }
 
-// memberConditions sets the conditions of one member's status for one generation.
+// memberConditions sets the conditions of one member's status for one generation that the read-back decides
+// (judge); those a pass decides before reading back are memberPassStatus's.
 type memberConditions struct {
 	st  *v1alpha1.MemberStatus
 	gen int64
@@ -111,15 +112,6 @@ func (mc memberConditions) set(t string, ok bool, reason, msg string) {
 	}
 	meta.SetStatusCondition(&mc.st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: mc.gen})
-}
-
-// fail records a member that could not be brought in line: its phase, error and why nothing is Ready.
-func (mc memberConditions) fail(phase v1alpha1.Phase, reason string, err error) v1alpha1.MemberStatus {
-	mc.st.Phase, mc.st.LastError = phase, err.Error()
-	mc.set(v1alpha1.MemberConditionApplied, false, reason, err.Error())
-	mc.set(v1alpha1.MemberConditionReady, false, reason, "not applied")
-	memberReconciles.WithLabelValues(mc.st.Name, string(phase)).Inc()
-	return *mc.st
 }
 
 // writerFor is the apply.Writer of a member's cluster, made once per cluster: a member registered again gets a

@@ -36,6 +36,31 @@ import (
 // which stays while anything of it may remain there (its volumes stay in a member it left). On deletion each
 // owner tears down in its members and takes their finalizers off; the leader then removes its own. So deletion
 // waits for exactly the members that may hold something, whichever replica works in them.
+//
+// Not yet one seam (issue 43 item 4). Sharding is off by default, but the reconciler still forks on r.Sharded:
+// pass (reconcileShare instead of the phases and reconcileStatus), SetupWithManager (the summary controller,
+// finalizersChanged, every replica instead of the leader), MemberChanged (summaryMembers), and the leader-only
+// switch of the pending teardowns and the orphan scan. What unifying would take, so that the member set a
+// replica works in is an input and nothing forks:
+//
+//   - Two inputs instead of the flag, both from the fleet's provider or coordinator: the members this replica
+//     works in (fleet.State.Owned already says it; unsharded it must be every member on the elected replica and
+//     none on a standby, which today leader election gives by not running the controller there), and whether
+//     this replica summarises (the elected leader; unsharded, the same replica).
+//   - One pass for both: the phases over the owned members, then one status write. That write is writeShare's
+//     (rows.go: the owned rows and the summary computed from every row the status then holds, a merge patch
+//     against the version read); reconcileStatus's whole-status update would go. What only the leader does
+//     today (summary.go: finalizers, the restore source, rows of members no longer placed, the summary of
+//     spec, placement and registry changes, ending deletions) becomes phases that run when this replica
+//     summarises, in the same pass and the same write, so that an unsharded replica still writes once per pass.
+//   - One deletion: deleteShare over the owned members, then, on the summarising replica, reconcileDelete's
+//     end of the deletion once no member's finalizer is left; the shardedFinalizer mark and
+//     unshardedFinalizers would go once no MySQLCluster carries finalizers of the other kind.
+//   - Every controller on every replica (unelectedManager), each working only in the owned members, so the
+//     NeedLeaderElection switches go.
+//   - Proof before it is the default path: TestIdleFleetMakesNoWrites, one reconcile per MySQLCluster and the
+//     convergence targets of make bench against the current unsharded runs in docs/benchmarks.md, since the
+//     merge patch, with its conflicts and re-reads between writers, replaces an update that has no other writer.
 
 const (
 	// memberFinalizerPrefix starts a member's finalizer on a MySQLCluster; the member's name follows.

@@ -277,3 +277,108 @@ func (r *MySQLClusterReconciler) emitTransitions(s *scope) {
 		r.Recorder.Eventf(s.cluster, nil, typ, now.Reason, "Reconcile", "%s=%s: %s", now.Type, now.Status, note)
 	}
 }
+
+// passFacts is what one member's pass found before it read the member back, with no verdict in it: whether the
+// member was reached, how far applying its objects got, why it failed, and when. memberPass records them;
+// memberPassStatus decides the member's conditions from them.
+type passFacts struct {
+	// at is when the pass found it: the time of a condition whose status changes.
+	at metav1.Time
+	// unreached is why the member was not reached: ReasonUnreachable when it did not answer,
+	// ReasonRegistrationRefused when nothing was sent to it because its registration was refused. Empty: it
+	// answered.
+	unreached string
+	// applied is how far applying the member's objects got.
+	applied applyOutcome
+	// failReason classifies err in a member that answered (applied is applyFailed, unreached empty):
+	// ReasonApplyFailed, ReasonStorageShrink, ReasonInvalidSpec, ReasonInvalidSchedule, ReasonNamespaceNotAllowed.
+	failReason string
+	// err is what ended the pass (applied is applyFailed).
+	err error
+	// conflicts are the objects of the member that another owner holds (applied is applyConflicts).
+	conflicts []v1alpha1.ObjectRef
+	// holdMessage says which scale-down is held back (applied is applyHeld).
+	holdMessage string
+}
+
+// applyOutcome is how far applying a member's objects got.
+type applyOutcome int
+
+const (
+	// applyFailed: the pass ended before the member could be read back (the zero value, so that facts recorded
+	// without an outcome never report the member applied).
+	applyFailed applyOutcome = iota
+	// appliedAll: every object is applied.
+	appliedAll
+	// applyHeld: every object is applied, but the StatefulSet keeps the Pods of a held scale-down.
+	applyHeld
+	// applyPaused: the MySQLCluster is paused; the applies only made the plan.
+	applyPaused
+	// applyRecreating: the StatefulSet is being recreated with its new volume template.
+	applyRecreating
+	// applyConflicts: objects of the member are another owner's; the others are applied.
+	applyConflicts
+)
+
+// passStatus is what memberPassStatus decides: the conditions to set on the member's row, its phase (empty: the
+// read-back decides it) and its last error.
+type passStatus struct {
+	phase      v1alpha1.Phase
+	lastError  string
+	conditions []metav1.Condition
+}
+
+// memberPassStatus decides, from what a member's pass found, the member's Reachable and Applied conditions, and
+// its Ready condition when nothing could be read back (otherwise the read-back decides Ready: judge). It makes no
+// request: it is the one place where a pass's facts become a member's conditions. Every condition is about
+// generation gen; messages carry no timestamps, so that an unchanged member decides unchanged conditions.
+func memberPassStatus(f passFacts, gen int64) passStatus {
+	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+			LastTransitionTime: f.at}
+	}
+	errMsg := ""
+	if f.err != nil {
+		errMsg = f.err.Error()
+	}
+	reachable := cond(v1alpha1.MemberConditionReachable, true, v1alpha1.ReasonReachable, "")
+	if f.unreached != "" {
+		reachable = cond(v1alpha1.MemberConditionReachable, false, f.unreached, errMsg)
+	}
+	applied := func(ok bool, reason, msg string) metav1.Condition {
+		return cond(v1alpha1.MemberConditionApplied, ok, reason, msg)
+	}
+	switch f.applied {
+	case appliedAll:
+		return passStatus{conditions: []metav1.Condition{reachable, applied(true, v1alpha1.ReasonApplied, "")}}
+	case applyHeld:
+		// Everything is applied, but spec.replicas is not in the member yet.
+		return passStatus{conditions: []metav1.Condition{reachable,
+			applied(false, v1alpha1.ReasonScaleDownPending, f.holdMessage)}}
+	case applyPaused:
+		return passStatus{phase: v1alpha1.PhasePaused, conditions: []metav1.Condition{reachable,
+			applied(false, v1alpha1.ReasonPaused, "paused: nothing applied")}}
+	case applyRecreating:
+		return passStatus{phase: v1alpha1.PhaseProgressing, conditions: []metav1.Condition{reachable,
+			applied(false, v1alpha1.ReasonConverging, "recreating the StatefulSet for its new volume template")}}
+	case applyConflicts:
+		msg := conflictMessage(f.conflicts)
+		return passStatus{phase: v1alpha1.PhaseDegraded, lastError: msg, conditions: []metav1.Condition{reachable,
+			applied(false, conflictReason(f.conflicts), msg)}}
+	}
+	// applyFailed, or an outcome not known here: a member that did not answer is unreachable, one that answered
+	// (or was never asked) degraded; nothing is Ready since nothing was applied.
+	phase, reason := v1alpha1.PhaseDegraded, f.failReason
+	if f.unreached != "" {
+		reason = f.unreached
+	}
+	if f.unreached == v1alpha1.ReasonUnreachable {
+		phase = v1alpha1.PhaseUnreachable
+	}
+	return passStatus{phase: phase, lastError: errMsg, conditions: []metav1.Condition{reachable,
+		applied(false, reason, errMsg), cond(v1alpha1.MemberConditionReady, false, reason, "not applied")}}
+}

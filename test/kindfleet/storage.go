@@ -18,6 +18,8 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	storagev1ac "k8s.io/client-go/applyconfigurations/storage/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/mysqlfleet/mysqlfleet/test/provisioner"
 )
 
 const (
@@ -30,20 +32,6 @@ const (
 	volumeDir        = "/var/local-path"
 )
 
-// ProvisionerFor names a cloud's StorageClass provisioner after its CSI driver, as the local fleet does
-// (test/testfleet), so that a member looks like one of that cloud; hack/kind/provisioner serves them.
-func ProvisionerFor(cloud string) string {
-	switch cloud {
-	case "aws":
-		return "ebs.csi.aws.com"
-	case "azure":
-		return "disk.csi.azure.com"
-	case "gcp":
-		return "pd.csi.storage.gke.io"
-	}
-	return "kind.mysqlfleet.io"
-}
-
 // setUpStorage gives a member its cloud's StorageClasses (the definition's default marked as such) and the
 // provisioner that serves them, and waits until the provisioner runs.
 func setUpStorage(ctx context.Context, c *Cluster, image string) error {
@@ -52,13 +40,15 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 		return err
 	}
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	provisioner := ProvisionerFor(c.Cloud)
+	// The classes are named after the cloud's CSI driver, as the local fleet's are; hack/kind/provisioner serves
+	// them.
+	driver := provisioner.ForCloud(c.Cloud)
 	if err := cs.StorageV1().StorageClasses().Delete(ctx, kindDefaultClass, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	for _, sc := range c.StorageClasses {
 		ac := storagev1ac.StorageClass(sc.Name).
-			WithProvisioner(provisioner).
+			WithProvisioner(driver).
 			WithReclaimPolicy(corev1.PersistentVolumeReclaimDelete).
 			WithVolumeBindingMode(storagev1.VolumeBindingImmediate).
 			WithAllowVolumeExpansion(true)
@@ -110,7 +100,7 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 						WithName("provisioner").
 						WithImage(image).
 						WithImagePullPolicy(corev1.PullIfNotPresent).
-						WithArgs("--provisioner="+provisioner, "--base-dir="+volumeDir).
+						WithArgs("--provisioner="+driver, "--base-dir="+volumeDir).
 						WithEnv(corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
 							WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName")))).
 						WithVolumeMounts(corev1ac.VolumeMount().WithName("volumes").WithMountPath(volumeDir))).

@@ -28,20 +28,6 @@ const FakeNodeName = "kwok-node-0"
 // volumeDir is where the members' volumes would be on a node; no Pod runs, so nothing is made there.
 const volumeDir = "/var/lib/testfleet"
 
-// provisionerFor names the StorageClass provisioner after the cloud's CSI driver, so that a member looks like
-// one of that cloud; the member's provisioner serves it.
-func provisionerFor(cloud string) string {
-	switch cloud {
-	case "aws":
-		return "ebs.csi.aws.com"
-	case "azure":
-		return "disk.csi.azure.com"
-	case "gcp":
-		return "pd.csi.storage.gke.io"
-	}
-	return "testfleet.mysqlfleet.io"
-}
-
 // startWorkloads makes a bare control plane run workloads: kube-controller-manager (StatefulSets make Pods and
 // PVCs, CronJobs make Jobs, PVCs bind, garbage is collected), kube-scheduler, kwok with one fake node (Pods
 // become Running and Ready, Jobs complete), a provisioner (test/provisioner) that serves the definition's
@@ -74,7 +60,7 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	if err := c.createStorageClasses(ctx, cs); err != nil {
 		return err
 	}
-	prov, err := provisioner.New(cs, provisioner.Config{Provisioners: []string{provisionerFor(c.Cloud)}, BaseDir: volumeDir})
+	prov, err := provisioner.New(cs, provisioner.Config{Provisioners: []string{provisioner.ForCloud(c.Cloud)}, BaseDir: volumeDir})
 	if err != nil {
 		return err
 	}
@@ -181,7 +167,7 @@ func (c *Cluster) createStorageClasses(ctx context.Context, cs kubernetes.Interf
 	for _, d := range c.StorageClasses {
 		sc := &storagev1.StorageClass{
 			ObjectMeta:           metav1.ObjectMeta{Name: d.Name},
-			Provisioner:          provisionerFor(c.Cloud),
+			Provisioner:          provisioner.ForCloud(c.Cloud),
 			ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
 			AllowVolumeExpansion: ptr.To(true),
 			VolumeBindingMode:    ptr.To(storagev1.VolumeBindingImmediate),
