@@ -56,7 +56,7 @@ func (s *physicalSource) conn() backup.Source { return s.source.conn() }
 // checksums is CHECKSUM TABLE and the row count of every user table.
 func checksums(t *testing.T, db *sql.DB) map[string]string {
 	t.Helper()
-	rows, err := db.Query(`SELECT CONCAT('`+"`"+`', TABLE_SCHEMA, '`+"`.`"+`', TABLE_NAME, '`+"`"+`')
+	rows, err := db.Query(`SELECT CONCAT('` + "`" + `', TABLE_SCHEMA, '` + "`.`" + `', TABLE_NAME, '` + "`" + `')
 		FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('shop', 'stock', 'app') AND TABLE_TYPE = 'BASE TABLE'`)
 	if err != nil {
 		t.Fatal(err)
