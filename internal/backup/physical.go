@@ -77,7 +77,12 @@ func mariadbBackupArgs(conn mysql.DumpOptions, targetDir string, logCopy time.Du
 	args = append(args, "--backup", "--stream=xbstream", "--target-dir="+targetDir,
 		"--log-copy-interval="+strconv.FormatInt(max(1, logCopy.Milliseconds()), 10))
 	if conn.Socket != "" {
-		args = append(args, "--socket="+conn.Socket)
+		// mariadb-backup changes into the data directory before it opens its later connections.
+		socket, err := filepath.Abs(conn.Socket)
+		if err != nil {
+			socket = conn.Socket
+		}
+		args = append(args, "--socket="+socket)
 	} else {
 		if conn.Host != "" {
 			args = append(args, "--host="+conn.Host)
