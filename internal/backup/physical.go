@@ -139,17 +139,17 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 
 	pr, pw := io.Pipe()
 	sum := sha256.New()
-	stored, streamed := &counter{}, &counter{}
-	// Two goroutines: one compresses the next block while the other's output goes to the store. More would
-	// only hold more blocks in memory on the two cores a database Pod has.
-	zw, err := zstd.NewWriter(io.MultiWriter(pw, sum, stored), zstd.WithEncoderLevel(ZstdLevel),
-		zstd.WithEncoderConcurrency(2))
+	stored := &counter{}
+	var streamed int64
+	workers := zstdWorkers()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(ZstdLevel), zstd.WithEncoderConcurrency(workers))
 	if err != nil {
 		return nil, err
 	}
 	copyDone := make(chan error, 1)
 	go func() {
-		_, copyErr := io.Copy(io.MultiWriter(zw, streamed), stdout)
+		n, copyErr := compressFrames(io.MultiWriter(pw, sum, stored), stdout, enc, workers)
+		streamed = n
 		waitErr := cmd.Wait()
 		err := errors.Join(copyErr, waitErr)
 		if waitErr != nil {
@@ -160,11 +160,8 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 			// mariadb-backup 10.11 ends a good run with "completed OK!"; an exit 0 without it is not one.
 			err = fmt.Errorf("%s exited without completing: %s", filepath.Base(args[0]), tail.String())
 		}
-		if err == nil {
-			// The zstd frame is closed only after mariadb-backup succeeded: a stream cut short is never a
-			// whole frame, and the store never sees EOF for it.
-			err = zw.Close()
-		}
+		// A nil error is EOF for the store, only once mariadb-backup succeeded; anything else fails the upload,
+		// so that a stream cut short (which may end between two frames) is never stored whole.
 		copyDone <- err
 		_ = pw.CloseWithError(err)
 	}()
@@ -202,7 +199,7 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 		Pod:             o.Pod,
 		Host:            firstNonEmpty(o.Source.Conn.Host, o.Source.Conn.Socket),
 		Size:            stored.n,
-		DumpSize:        streamed.n,
+		DumpSize:        streamed,
 		SHA256:          hex.EncodeToString(sum.Sum(nil)),
 		Compression:     compressionZstd,
 	}

@@ -1,10 +1,15 @@
 package backup
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	. "github.com/onsi/gomega"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
@@ -130,4 +135,58 @@ func TestManifestMethods(t *testing.T) {
 			g.Expect(tt.m.method()).To(Equal(tt.is))
 		})
 	}
+}
+
+// compressFrames writes one zstd stream of frames that decodes to its input, whatever its length.
+func TestCompressFrames(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(ZstdLevel), zstd.WithEncoderConcurrency(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, size := range []int{0, 1, frameSize - 1, frameSize, 3*frameSize + frameSize/2} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			g := NewWithT(t)
+			in := make([]byte, size)
+			for i := range in {
+				// Half text, half noise: frames of both kinds.
+				if i%(1<<16) < 1<<15 {
+					in[i] = "order 12345 shipped "[i%20]
+				} else {
+					in[i] = byte(r.Uint32())
+				}
+			}
+			var out bytes.Buffer
+			n, err := compressFrames(&out, bytes.NewReader(in), enc, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).To(Equal(int64(size)))
+			dec, err := zstd.NewReader(&out)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer dec.Close()
+			got, err := io.ReadAll(dec)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bytes.Equal(got, in)).To(BeTrue(), "decoded %d bytes, not the %d written", len(got), size)
+		})
+	}
+	t.Run("a failed write stops the reading", func(t *testing.T) {
+		g := NewWithT(t)
+		src := &endless{}
+		_, err := compressFrames(failingWriter{}, src, enc, 2)
+		g.Expect(err).To(MatchError(errWrite))
+		g.Expect(src.n).To(BeNumerically("<", 10*frameSize))
+	})
+}
+
+var errWrite = errors.New("the store went away")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+// endless is a source that never ends, as a mariadb-backup whose store has failed would be.
+type endless struct{ n int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	e.n += len(p)
+	return len(p), nil
 }
