@@ -33,7 +33,7 @@
 // manifest (method "physical", manifest format 2, the server version and the GTID position that mariadb-backup
 // logs at its BACKUP STAGE BLOCK_COMMIT). The manifest is written only after mariadb-backup exited 0 and logged
 // "completed OK!", and the object was stored whole: as for dumps, an interrupted run is never listed. Memory is
-// bounded by the encoder's two blocks in flight and the store's parts, as for dumps.
+// bounded by the zstd frames in flight (see compressFrames) and the store's parts, as for dumps.
 //
 // RestorePhysical streams the object through SHA-256 and zstd into mbstream -x in a work directory, and only
 // once the whole object matched its manifest prepares it (mariadb-backup --prepare) and moves it into an empty
