@@ -123,7 +123,7 @@ bench-docs: ## Regenerate the tables of docs/benchmarks.md from bench/results/*.
 
 BACKUP_FLAGS ?= -runs=3
 .PHONY: bench-backup
-bench-backup: deps ## Time the backup runner against `mariadb-dump | gzip` (and the restores) on a database of 1.1 GiB on real MariaDB; figures in bench/results/backup-*.json.
+bench-backup: deps ## Time the backup runner against `mariadb-dump | gzip`, and its physical backups against `mariadb-backup | zstd` (and the restores), on a database of 1.1 GiB on real MariaDB; figures in bench/results/backup-*.json and physical-*.json.
 	go test -run '^$$' -bench . -benchtime 1x -timeout 90m ./bench/backup -args $(BACKUP_FLAGS)
 
 ##@ Fleet

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the few system packages the build and tests use, from Debian, when they are missing: make and git
-# for the build, procps (pgrep, pkill) for the test fleet's guardian, and MariaDB's server and client for the
-# database tests (test/mysqltest starts its own mariadbd processes on loopback). Go itself is expected
+# for the build, procps (pgrep, pkill) for the test fleet's guardian, and MariaDB's server, client and
+# mariadb-backup for the database tests (test/mysqltest starts its own mariadbd processes on loopback; the
+# physical backups of internal/backup run mariadb-backup and mbstream against them). Go itself is expected
 # at /usr/local/go or on PATH; every other tool is built from the Go module proxy by hack/tools.sh.
 set -euo pipefail
 
@@ -19,6 +20,9 @@ has git || need+=(git)
 has pkill || need+=(procps)
 has mariadbd && has mariadb-install-db || need+=("mariadb-server=1:${MARIADB_SERIES}.*")
 has mariadb && has mariadb-dump || need+=("mariadb-client=1:${MARIADB_SERIES}.*")
+# mariadb-backup must be the server's own series: it reads InnoDB's files directly, and a backup tool of
+# another series refuses (or worse, misreads) them. Same pin as the server.
+has mariadb-backup && has mbstream || need+=("mariadb-backup=1:${MARIADB_SERIES}.*")
 if ((${#need[@]})); then
   if [[ $(id -u) != 0 ]]; then
     echo "install-deps: missing ${need[*]}; run as root or install them" >&2

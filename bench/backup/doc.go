@@ -21,4 +21,9 @@
 // It prints a table and writes bench/results/backup-<UTC timestamp>.json and backup-latest.json. Nothing about
 // time is asserted; the issue's target (the runner adds at most 10 % to the pipe's time) is reported as met or
 // not, from the medians.
+//
+// BenchmarkPhysical (physical_test.go) does the same for physical backups of MariaDB: internal/backup's physical
+// method in process against `mariadb-backup --backup --stream=xbstream | zstd -1 -T2`, their restores up to a
+// server that answers on the restored data directory, and the longest gap between a concurrent writer's commits
+// during each backup; it writes bench/results/physical-<UTC timestamp>.json and physical-latest.json.
 package backup

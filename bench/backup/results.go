@@ -62,3 +62,74 @@ type Summary struct {
 	PlainMiBps  float64 `json:"plainMiBPerSecond"`
 	RunnerMiBps float64 `json:"runnerMiBPerSecond"`
 }
+
+// PhysicalResults is what the physical benchmark (BenchmarkPhysical) records, as JSON in
+// bench/results/physical-<timestamp>.json: the runner's physical backup and restore (internal/backup, Method
+// Physical, in process) against the hand pipeline, and the commit stall a writer saw during each backup.
+type PhysicalResults struct {
+	Timestamp  string   `json:"timestamp"`
+	Host       Host     `json:"host"`
+	ServerArgs []string `json:"serverArgs"`
+	Database   Database `json:"database"`
+	// MariaDBBackup is mariadb-backup --version; Zstd the zstd binary's version, which the hand pipeline runs.
+	MariaDBBackup string `json:"mariadbBackup"`
+	Zstd          string `json:"zstd"`
+	// Hand is the hand pipeline's backup command line, HandRestore its restore steps.
+	Hand        string `json:"hand"`
+	HandRestore string `json:"handRestore"`
+	// RunnerLogCopyIntervalMs is the runner's --log-copy-interval; the hand pipeline keeps the tool's default
+	// (1000 ms), as a person who types it does. RunnerZstdLevel is the runner's in-process encoder level.
+	RunnerLogCopyIntervalMs float64         `json:"runnerLogCopyIntervalMs"`
+	RunnerZstdLevel         string          `json:"runnerZstdLevel"`
+	Backup                  PhysicalSummary `json:"backup"`
+	Restore                 PhysicalSummary `json:"restore"`
+	Stall                   StallSummary    `json:"stall"`
+	Runs                    []PhysicalRun   `json:"runs"`
+}
+
+// PhysicalRun is one round: both backups, each under the writer, then both restores, each into a fresh data
+// directory on which a server is started and every table's checksum compared with the source's.
+type PhysicalRun struct {
+	Index         int            `json:"run"`
+	Load1         float64        `json:"load1AtStart"`
+	Order         string         `json:"order"`
+	HandBackup    PhysicalTiming `json:"handBackup"`
+	RunnerBackup  PhysicalTiming `json:"runnerBackup"`
+	HandRestore   PhysicalTiming `json:"handRestore"`
+	RunnerRestore PhysicalTiming `json:"runnerRestore"`
+}
+
+// PhysicalTiming is one physical backup or restore. A restore's time runs from the stored object to a server
+// that answers on the restored data directory.
+type PhysicalTiming struct {
+	Seconds float64 `json:"seconds"`
+	// StoredBytes is the compressed stream as stored, StreamBytes the xbstream before compression (backups).
+	StoredBytes  int64  `json:"storedBytes,omitempty"`
+	StreamBytes  int64  `json:"streamBytes,omitempty"`
+	GTIDPosition string `json:"gtidPosition,omitempty"`
+	// LongestCommitGapSeconds is the longest time during the backup in which the writer got no commit
+	// acknowledged; IdleLongestGapSeconds the same over as long a time just before it, with no backup running:
+	// the machine's own noise. CommitsPerSecond are the writer's rates during the backup and idle.
+	LongestCommitGapSeconds float64 `json:"longestCommitGapSeconds,omitempty"`
+	IdleLongestGapSeconds   float64 `json:"idleLongestGapSeconds,omitempty"`
+	CommitsPerSecond        float64 `json:"commitsPerSecond,omitempty"`
+	IdleCommitsPerSecond    float64 `json:"idleCommitsPerSecond,omitempty"`
+}
+
+// PhysicalSummary compares the runner with the hand pipeline for backups or restores, at the medians.
+type PhysicalSummary struct {
+	HandMedianSeconds   float64   `json:"handMedianSeconds"`
+	RunnerMedianSeconds float64   `json:"runnerMedianSeconds"`
+	Ratio               float64   `json:"ratio"`
+	PairedRatios        []float64 `json:"pairedRatios"`
+	// MiB/s of the xbstream (the runner's StreamBytes).
+	HandMiBps   float64 `json:"handMiBPerSecond"`
+	RunnerMiBps float64 `json:"runnerMiBPerSecond"`
+}
+
+// StallSummary is the longest commit gap over all runs, for each backup and idle.
+type StallSummary struct {
+	HandMaxSeconds   float64 `json:"handMaxSeconds"`
+	RunnerMaxSeconds float64 `json:"runnerMaxSeconds"`
+	IdleMaxSeconds   float64 `json:"idleMaxSeconds"`
+}

@@ -38,6 +38,13 @@
 //	--max-run-duration BACKUP_MAX_RUN_DURATION  the longest a backup may take (default 24h): backup writes no
 //	                                 manifest past it, and prune deletes data without a manifest only once it is
 //	                                 older (see backup.Prune); every runner on one store needs the same
+//	--method      BACKUP_METHOD      logical (default) or physical (MariaDB: mariadb-backup, which must run where
+//	                                 the server's data directory is; --tool names it) (backup, restore)
+//	--datadir     BACKUP_DATADIR     the empty data directory a physical restore fills, for a server that is not
+//	                                 running (restore --method physical); --work-dir BACKUP_WORK_DIR where the copy
+//	                                 is extracted and prepared (default the system's temporary directory; on the
+//	                                 data volume the move is a rename); --server-version BACKUP_SERVER_VERSION the
+//	                                 version of the mariadbd that will run on it (default: mariadbd --version)
 //	--name        BACKUP_RESTORE_NAME backup to restore (restore)
 //	--new-cluster BACKUP_NEW_CLUSTER  restore as a new set's own history (see internal/backup) (restore)
 //	--wait        BACKUP_WAIT        wait this long for the server to answer before restoring (restore)
@@ -94,6 +101,7 @@ type options struct {
 	newCluster                                     bool
 	wait                                           time.Duration
 	reportFile                                     string
+	method, dataDir, workDir, serverVersion        string
 }
 
 func env(key, def string) string {
@@ -138,6 +146,10 @@ func (o *options) register(fs *flag.FlagSet) {
 	wait, _ := time.ParseDuration(env("BACKUP_WAIT", "0s"))
 	fs.DurationVar(&o.wait, "wait", wait, "wait this long for the server to answer (restore)")
 	fs.StringVar(&o.reportFile, "report-file", env("BACKUP_REPORT_FILE", ""), "write the outcome there as JSON")
+	fs.StringVar(&o.method, "method", env("BACKUP_METHOD", string(backup.Logical)), "logical or physical (backup, restore)")
+	fs.StringVar(&o.dataDir, "datadir", env("BACKUP_DATADIR", ""), "empty data directory to fill (restore --method physical)")
+	fs.StringVar(&o.workDir, "work-dir", env("BACKUP_WORK_DIR", ""), "where a physical restore extracts and prepares")
+	fs.StringVar(&o.serverVersion, "server-version", env("BACKUP_SERVER_VERSION", ""), "version of the mariadbd that will run on --datadir")
 }
 
 // hosts are the addresses --host lists.
@@ -329,10 +341,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return printJSON(stdout, backups)
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		_, _ = fmt.Fprintln(w, "NAME\tTIME\tMEMBER\tPOD\tSIZE\tDURATION\tGTID")
+		_, _ = fmt.Fprintln(w, "NAME\tMETHOD\tTIME\tMEMBER\tPOD\tSIZE\tDURATION\tGTID")
 		for _, m := range backups {
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%.1fs\t%s\n", m.Name, m.StartTime.Format(time.RFC3339), m.Member,
-				m.Pod, m.Size, m.DurationSeconds, m.GTIDPosition)
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%.1fs\t%s\n", m.Name, firstNonEmpty(string(m.Method),
+				string(backup.Logical)), m.StartTime.Format(time.RFC3339), m.Member, m.Pod, m.Size, m.DurationSeconds,
+				m.GTIDPosition)
 		}
 		return w.Flush()
 	default: // prune
@@ -361,13 +374,27 @@ func takeBackup(ctx context.Context, o *options, store backup.Store, stderr io.W
 	if pod == "" {
 		pod = hostname
 	}
-	_, _ = fmt.Fprintf(stderr, "Dumping %s (%s)\n", pod, firstNonEmpty(src.Conn.Host, src.Conn.Socket))
+	_, _ = fmt.Fprintf(stderr, "Backing up %s (%s), %s\n", pod, firstNonEmpty(src.Conn.Host, src.Conn.Socket), o.method)
 	return backup.Run(ctx, backup.Options{Source: src, Store: store, Cluster: o.cluster,
-		Namespace: o.namespace, Member: o.member, Pod: pod, Stderr: stderr, MaxRunDuration: o.maxRunDuration})
+		Namespace: o.namespace, Member: o.member, Pod: pod, Stderr: stderr, MaxRunDuration: o.maxRunDuration,
+		Method: backup.Method(o.method)})
 }
 
-// restore loads a backup into the server, once it answers.
+// restore loads a backup into the server, once it answers; or, physical, fills an empty data directory for a
+// server that is not running.
 func restore(ctx context.Context, o *options, store backup.Store, stderr io.Writer) (*backup.Manifest, error) {
+	switch backup.Method(o.method) {
+	case backup.Logical:
+	case backup.Physical:
+		if o.dataDir == "" {
+			return nil, errors.New("restore --method physical needs --datadir (BACKUP_DATADIR)")
+		}
+		return backup.RestorePhysical(ctx, backup.PhysicalRestoreOptions{Store: store, Name: o.name,
+			DataDir: o.dataDir, WorkDir: o.workDir, ServerVersion: o.serverVersion, MariaDBBackup: o.tool,
+			Stdout: stderr})
+	default:
+		return nil, fmt.Errorf("unknown method %q: use %s or %s", o.method, backup.Logical, backup.Physical)
+	}
 	src, err := o.source()
 	if err != nil {
 		return nil, err

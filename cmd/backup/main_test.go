@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,5 +91,64 @@ func TestCommands(t *testing.T) {
 	}
 	if _, err := cmd("backup", "--socket", src.Socket, "--engine", ""); err == nil {
 		t.Error("a backup without an engine ran")
+	}
+}
+
+// TestPhysicalCommands takes a physical backup and restores it into the data directory of a stopped server, as
+// an agent beside the server and a restore init container would.
+func TestPhysicalCommands(t *testing.T) {
+	ctx := context.Background()
+	src := mysqltest.Start(t)
+	db := src.OpenRoot()
+	for _, q := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO app.t VALUES (1, 'one'), (2, 'two')"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("BACKUP_TARGET", "dir")
+	t.Setenv("BACKUP_DIR", filepath.Join(t.TempDir(), "backups"))
+	t.Setenv("MYSQL_PWD", "")
+	t.Setenv("BACKUP_ENGINE", "MariaDB")
+	cmd := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, &out, &errOut)
+		if err != nil {
+			t.Logf("%v: %s", args, errOut.String())
+		}
+		return out.String(), err
+	}
+	out, err := cmd("backup", "--method", "physical", "--socket", src.Socket, "--member", "eu-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m backup.Manifest
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m.Method != backup.Physical || m.GTIDPosition == "" {
+		t.Fatalf("backup printed %q: %v", out, err)
+	}
+	if out, err := cmd("list"); err != nil || !strings.Contains(out, m.Name+"  physical") {
+		t.Errorf("list printed %q, %v", out, err)
+	}
+	if _, err := cmd("restore", "--method", "physical"); err == nil {
+		t.Error("a physical restore without a data directory ran")
+	}
+	fresh := mysqltest.Start(t)
+	fresh.Stop()
+	if _, err := cmd("restore", "--method", "physical", "--datadir", fresh.DataDir); err == nil {
+		t.Error("a physical restore into a data directory in use ran")
+	}
+	if err := os.RemoveAll(fresh.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd("restore", "--method", "physical", "--datadir", fresh.DataDir, "--work-dir", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	fresh.Restart()
+	var got string
+	if err := fresh.OpenRoot().QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM app.t").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "one,two" {
+		t.Errorf("restored %q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,9 +41,11 @@ type target struct {
 	objects func(t *testing.T, s backup.Store) []string
 }
 
+// targets are the stores under test. Their servers start when a test first opens one of their stores, so
+// that a test run for the directory alone (-run X/dir) needs none.
 func targets(t *testing.T) []target {
-	s3srv := startS3(t)
-	gcs := startGCS(t)
+	s3Once := sync.OnceValue(func() *s3Server { return startS3(t) })
+	gcsOnce := sync.OnceValue(func() *gcsServer { return startGCS(t) })
 	var n atomic.Int32
 	prefix := func(t *testing.T) string { return fmt.Sprintf("m%d/ns/db-%d", n.Add(1), len(t.Name())) }
 	return []target{
@@ -64,15 +67,15 @@ func targets(t *testing.T) []target {
 			name: "s3",
 			// Parts of 5 MiB, S3's least, so that the big dump of the interruption test goes in a multipart
 			// upload.
-			open: func(t *testing.T) backup.Store { return s3srv.store(t, prefix(t), 5<<20) },
+			open: func(t *testing.T) backup.Store { return s3Once().store(t, prefix(t), 5<<20) },
 			objects: func(t *testing.T, s backup.Store) []string {
 				p := strings.TrimPrefix(s.String(), "s3://"+bucket+"/")
-				return append(s3srv.keys(t, p), s3srv.uploads(t, p)...)
+				return append(s3Once().keys(t, p), s3Once().uploads(t, p)...)
 			},
 		},
 		{
 			name: "gcs",
-			open: func(t *testing.T) backup.Store { return gcs.store(t, prefix(t)) },
+			open: func(t *testing.T) backup.Store { return gcsOnce().store(t, prefix(t)) },
 			objects: func(t *testing.T, s backup.Store) []string {
 				objs, err := s.List(context.Background())
 				if err != nil {

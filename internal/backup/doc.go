@@ -1,6 +1,7 @@
-// Package backup takes and restores logical backups of one MySQL or MariaDB server: the backup runner that
-// cmd/backup (the mysqlfleet-backup binary) wraps, run in a member's backup Job inside the database image so
-// that it uses that image's own dump tool and client.
+// Package backup takes and restores backups of one MySQL or MariaDB server, logical (a SQL dump) or, for
+// MariaDB, physical (mariadb-backup's copy of the data directory): the backup runner that cmd/backup (the
+// mysqlfleet-backup binary) wraps, run in a member's backup Job inside the database image so that it uses that
+// image's own dump tool and client. A physical backup must run where the server's data directory is.
 //
 // # Backup
 //
@@ -24,6 +25,25 @@
 // when its store dates it longer ago than that, plus an hour for clocks. Runs may overlap (a backup asked for
 // now is not the CronJob's Job, whose Forbid policy does not see it): one run's prune never deletes the data
 // of another that has stored it and is about to write its manifest.
+//
+// # Physical backup (Options.Method = Physical; MariaDB)
+//
+// Run starts mariadb-backup --backup --stream=xbstream with DefaultLogCopyInterval and streams its output
+// through an in-process zstd encoder (ZstdLevel) and SHA-256 into the store as NAME.xb.zst, then writes the
+// manifest (method "physical", manifest format 2, the server version and the GTID position that mariadb-backup
+// logs at its BACKUP STAGE BLOCK_COMMIT). The manifest is written only after mariadb-backup exited 0 and logged
+// "completed OK!", and the object was stored whole: as for dumps, an interrupted run is never listed. Memory is
+// bounded by the zstd frames in flight (see compressFrames) and the store's parts, as for dumps.
+//
+// RestorePhysical streams the object through SHA-256 and zstd into mbstream -x in a work directory, and only
+// once the whole object matched its manifest prepares it (mariadb-backup --prepare) and moves it into an empty
+// data directory (--move-back) for a server that is not running, owned as the directory is. It refuses a backup
+// of another major.minor version than the target's mariadbd (ErrVersionMismatch). It returns the manifest:
+// its GTIDPosition is what the caller sets as gtid_slave_pos before the restored server replicates.
+//
+// List, Prune and Restore read one manifest format with a method field; a manifest without one (written before
+// physical backups) is logical. Restore loads the newest logical backup, RestorePhysical the newest physical
+// one; retention counts both together.
 //
 // # Restore
 //
@@ -51,7 +71,8 @@
 //
 // # Tested how
 //
-// Against real mariadbd servers (test/mysqltest), the real mariadb-dump and mariadb client, a real S3
+// Against real mariadbd servers (test/mysqltest), the real mariadb-dump, mariadb client, mariadb-backup and
+// mbstream (every physical restore is started as a server and checked), a real S3
 // server (versitygw, posix backend) and a GCS emulator (fake-gcs-server) run as processes; Azure Blob only at
 // the HTTP level (see azblob_test.go). The MySQL flavor's dump and restore have not run against a real MySQL
 // 8.4 here.

@@ -22,14 +22,19 @@ type Manifest struct {
 	FormatVersion int `json:"formatVersion"`
 	// Name identifies the backup in its store: the start time, UTC, to the millisecond.
 	Name string `json:"name"`
-	// Object is the key of the data object, a gzip-compressed SQL dump.
+	// Method is how the backup was taken: logical (a SQL dump) or physical (mariadb-backup's copy of the data
+	// directory). Manifests written before physical backups existed have none, and are logical.
+	Method Method `json:"method,omitempty"`
+	// Object is the key of the data object: NAME.sql.gz, a gzip-compressed SQL dump (logical), or NAME.xb.zst,
+	// a zstd-compressed xbstream of mariadb-backup (physical).
 	Object string `json:"object"`
 	// StartTime is when the dump started, EndTime when the data object was stored.
 	StartTime time.Time `json:"startTime"`
 	EndTime   time.Time `json:"endTime"`
 	// DurationSeconds is EndTime - StartTime.
 	DurationSeconds float64 `json:"durationSeconds"`
-	// Engine is MySQL or MariaDB; ServerVersion the dumped server's version as the dump tool reports it.
+	// Engine is MySQL or MariaDB; ServerVersion the dumped server's version as the dump tool reports it. A
+	// physical backup restores only into a server of the same major.minor version.
 	Engine        mysql.Engine `json:"engine"`
 	ServerVersion string       `json:"serverVersion,omitempty"`
 	// GTIDPosition is the GTID set of the dump's snapshot, in the engine's notation: what a server restored
@@ -42,16 +47,18 @@ type Manifest struct {
 	Member    string `json:"member,omitempty"`
 	Pod       string `json:"pod,omitempty"`
 	Host      string `json:"host,omitempty"`
-	// Size is the data object's size in bytes (compressed), DumpSize the SQL dump's.
+	// Size is the data object's size in bytes (compressed), DumpSize the SQL dump's or the xbstream's.
 	Size     int64 `json:"size"`
 	DumpSize int64 `json:"dumpSize"`
 	// SHA256 is the hex SHA-256 of the data object, computed on the stream as it was uploaded.
 	SHA256 string `json:"sha256"`
-	// Compression is how the dump is compressed: gzip.
+	// Compression is how the data is compressed: gzip (logical), zstd (physical).
 	Compression string `json:"compression"`
 }
 
 const (
+	// formatVersion is that of logical backups' manifests, which readers of format 1 still read right; physical
+	// backups' are physicalFormatVersion. A reader reads both.
 	formatVersion   = 1
 	manifestSuffix  = ".manifest.json"
 	dataSuffix      = ".sql.gz"
@@ -69,17 +76,32 @@ func dataKey(name string) string     { return name + dataSuffix }
 
 func (m *Manifest) validate() error {
 	switch {
-	case m.FormatVersion < 1 || m.FormatVersion > formatVersion:
-		return fmt.Errorf("manifest format %d is not one this program reads (1 to %d)", m.FormatVersion, formatVersion)
+	case m.FormatVersion < 1 || m.FormatVersion > physicalFormatVersion:
+		return fmt.Errorf("manifest format %d is not one this program reads (1 to %d)", m.FormatVersion,
+			physicalFormatVersion)
 	case m.Name == "" || m.Object == "":
 		return errors.New("manifest without a name or object")
 	case len(m.SHA256) != 64:
 		return fmt.Errorf("manifest with an invalid sha256 %q", m.SHA256)
-	case m.Compression != compressionGzip:
-		return fmt.Errorf("manifest with unknown compression %q", m.Compression)
+	}
+	switch m.method() {
+	case Logical:
+		if m.Compression != compressionGzip {
+			return fmt.Errorf("logical backup with unknown compression %q", m.Compression)
+		}
+	case Physical:
+		if m.Compression != compressionZstd || m.FormatVersion < physicalFormatVersion {
+			return fmt.Errorf("physical backup with compression %q in manifest format %d", m.Compression,
+				m.FormatVersion)
+		}
+	default:
+		return fmt.Errorf("manifest with unknown method %q", m.Method)
 	}
 	return nil
 }
+
+// method is the backup's Method; a manifest without one is logical (older than physical backups).
+func (m *Manifest) method() Method { return cmp.Or(m.Method, Logical) }
 
 func writeManifest(ctx context.Context, s Store, m *Manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -112,7 +134,21 @@ func readManifest(ctx context.Context, s Store, key string) (*Manifest, error) {
 	return &m, nil
 }
 
-// List returns the complete backups in a store, newest first: those with a manifest. A data object without one
+// choose reads the manifest of the backup name, or of the newest backup of method when name is empty.
+func choose(ctx context.Context, s Store, name string, method Method) (*Manifest, error) {
+	if name != "" {
+		return ReadManifest(ctx, s, name)
+	}
+	backups, listErr := List(ctx, s)
+	for i := range backups {
+		if backups[i].method() == method {
+			return &backups[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no %s backup in %s: %w", method, s, errors.Join(ErrNotFound, listErr))
+}
+
+// List returns the complete backups in a store, newest first: those with a manifest, of both methods. A data object without one
 // (an upload cut short, or a backup still running) is not a backup and is not listed.
 func List(ctx context.Context, s Store) ([]Manifest, error) {
 	objs, err := s.List(ctx)
@@ -217,6 +253,9 @@ func Prune(ctx context.Context, s Store, o PruneOptions) ([]Manifest, error) {
 		abandonedBefore := now().Add(-maxRun - clockSkew)
 		for _, obj := range objs {
 			name, ok := strings.CutSuffix(obj.Key, dataSuffix)
+			if !ok {
+				name, ok = strings.CutSuffix(obj.Key, physicalSuffix)
+			}
 			if !ok || listed[obj.Key] || strings.Contains(obj.Key, "/") || name >= newest ||
 				obj.LastModified.IsZero() || !obj.LastModified.Before(abandonedBefore) {
 				continue

@@ -46,6 +46,13 @@ type Options struct {
 	// MaxRunDuration bounds the run, from its start to its manifest; zero means DefaultMaxRunDuration. Prune
 	// relies on it (PruneOptions.MaxRunDuration).
 	MaxRunDuration time.Duration
+	// Method is Logical (the default) or Physical. A physical backup runs mariadb-backup, which must run where
+	// the server's data directory is (Source.Conn.Path names it, if not on PATH); MariaDB only.
+	Method Method
+	// LogCopyInterval is mariadb-backup's --log-copy-interval (physical); zero means DefaultLogCopyInterval.
+	LogCopyInterval time.Duration
+	// TempDir is where mariadb-backup gets its scratch target directory (physical); empty means the system's.
+	TempDir string
 }
 
 // DefaultMaxRunDuration is how long a backup run may take at most: past it, Run stops and writes no manifest,
@@ -74,6 +81,13 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 	}
 	start := now().UTC()
 	name := backupName(start)
+	switch o.Method {
+	case "", Logical:
+	case Physical:
+		return runPhysical(ctx, o, name, start, now)
+	default:
+		return nil, fmt.Errorf("unknown backup method %q: use %s or %s", o.Method, Logical, Physical)
+	}
 	conn, cleanup, err := withDefaultsFile(o.Source)
 	if err != nil {
 		return nil, err
@@ -150,6 +164,7 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 	m := &Manifest{
 		FormatVersion:   formatVersion,
 		Name:            name,
+		Method:          Logical,
 		Object:          dataKey(name),
 		StartTime:       start,
 		EndTime:         end,
@@ -199,16 +214,13 @@ type RestoreOptions struct {
 // its input; what it loaded until then stays, so a failed restore leaves a server to be discarded, never one
 // to be used.
 func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
-	var m *Manifest
-	var err error
-	if o.Name == "" {
-		backups, listErr := List(ctx, o.Store)
-		if len(backups) == 0 {
-			return nil, fmt.Errorf("no backup in %s: %w", o.Store, errors.Join(ErrNotFound, listErr))
-		}
-		m = &backups[0]
-	} else if m, err = ReadManifest(ctx, o.Store, o.Name); err != nil {
+	m, err := choose(ctx, o.Store, o.Name, Logical)
+	if err != nil {
 		return nil, err
+	}
+	if m.method() != Logical {
+		return nil, fmt.Errorf("backup %s is %s: it restores into a data directory (RestorePhysical), not "+
+			"through a client", m.Name, m.method())
 	}
 	if m.Engine != o.Target.Flavor.Engine() {
 		return nil, fmt.Errorf("backup %s is of %s, not %s", m.Name, m.Engine, o.Target.Flavor.Engine())

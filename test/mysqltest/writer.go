@@ -109,6 +109,40 @@ func (w *Writer) FirstAckAfter(t time.Time) (time.Time, int) {
 	return time.Time{}, -1
 }
 
+// LongestGap is the longest time in [from, to] during which the writer got no acknowledgement: between two
+// consecutive ones, or from from to the first or from the last to to. It measures how long a backup stalled
+// the application's commits; zero when from is not before to.
+func (w *Writer) LongestGap(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var longest time.Duration
+	last := from
+	for _, at := range w.ackAt {
+		if at.Before(from) {
+			continue
+		}
+		if at.After(to) {
+			break
+		}
+		longest = max(longest, at.Sub(last))
+		last = at
+	}
+	return max(longest, to.Sub(last))
+}
+
+// AcksBetween is how many acknowledgements the writer got in [from, to].
+func (w *Writer) AcksBetween(from, to time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.ackAt {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
 // WaitAcks waits, at most timeout, until the writer has n more acknowledgements than it had when called.
 func (w *Writer) WaitAcks(n int, timeout time.Duration) error {
 	start := len(w.Acked())
