@@ -67,10 +67,10 @@ type Summary struct {
 // bench/results/physical-<timestamp>.json: the runner's physical backup and restore (internal/backup, Method
 // Physical, in process) against the hand pipeline, and the commit stall a writer saw during each backup.
 type PhysicalResults struct {
-	Timestamp  string   `json:"timestamp"`
-	Host       Host     `json:"host"`
-	ServerArgs []string `json:"serverArgs"`
-	Database   Database `json:"database"`
+	Timestamp  string       `json:"timestamp"`
+	Host       machine.Host `json:"host"`
+	ServerArgs []string     `json:"serverArgs"`
+	Database   Database     `json:"database"`
 	// MariaDBBackup is mariadb-backup --version; Zstd the zstd binary's version, which the hand pipeline runs.
 	MariaDBBackup string `json:"mariadbBackup"`
 	Zstd          string `json:"zstd"`
