@@ -125,7 +125,7 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 	// mariadb-backup logs to standard error: one line per file, and at the end the lines this run needs.
 	tail := tailBuffer{max: messageSize}
 	facts := &backupLog{}
-	var stderr io.Writer = io.MultiWriter(&tail, facts)
+	stderr := io.MultiWriter(&tail, facts)
 	if o.Stderr != nil {
 		stderr = io.MultiWriter(stderr, o.Stderr)
 	}
