@@ -11,7 +11,7 @@ import (
 // MySQLCluster placed there is passed again to report it, each with a status write and an Event on the hub:
 // hundreds of hub writes for a large fleet. The priority queue only orders the passes it hands out; once the
 // placement passes are all handed out, the member-change passes would run beside them and take the CPU of the
-// hub's API server (on the benchmark's machine about 20 ms for each of those writes) from the placement still
+// hub's API server (a write of a whole MySQLCluster each) from the placement still
 // under way. So a member-change pass waits, parked outside the queue, while any other pass is in flight, and
 // runs when none is, or once it has waited maxWait, so that a fleet that never rests still reports its members
 // within that bound. A pass that something else also asked for (a new spec, a deletion, an object changed in a

@@ -29,7 +29,7 @@ import (
 // are those of its rows, and whose observedGeneration N means that every row it carries is about N.
 //
 // Two other designs were weighed (issue 51). The leader alone summarising a moment after the owners' rows (as
-// before) left the object contradicting itself for that moment, 2 s or more: rows Ready beside "0/3 members
+// before) left the object contradicting itself for that moment: rows Ready beside "0/3 members
 // ready", under an observedGeneration that said the spec had been seen. A marker of the rows a summary was
 // computed from (a summary generation or rows revision) would make the contradiction detectable, not absent:
 // every reader would have to know to compare it, and printer columns, `kubectl wait --for=condition=Ready` and

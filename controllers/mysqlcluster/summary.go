@@ -75,7 +75,7 @@ const rowsSettle = 2 * time.Second
 // of a MySQLCluster's members writes their rows when its pass ends, seconds apart on a busy fleet, and a summary
 // followed each (rowsSettle apart): while some rows are missing or still speak of an earlier generation, and the
 // others tell of progress only, such a summary says "progressing" as the one before did, and costs the hub a
-// write of the whole object (about 30 ms of its CPU at 10 rows, 70 – 100 ms at 30). So the summary waits for the
+// write of the whole object, whose cost grows with its rows. So the summary waits for the
 // last row, at most this long from the first pass it held back. Nothing else waits: the first summary (the owners
 // wait for it), a spec, placement or restore error, a row that tells of an unreachable, failing or conflicting
 // member, and every change once the rows are all current, are summarised as before.

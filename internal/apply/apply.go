@@ -237,7 +237,7 @@ func applyTyped[O client.Object, AC runtime.ApplyConfiguration](ctx context.Cont
 	if a.DryRun || digest == 0 || key.kind != "Namespace" {
 		// Only a Namespace is wanted by several MySQLClusters; every other object by one, whose passes never run
 		// at once. The group's one mutex, taken twice by every apply, queued the passes of a busy replica behind
-		// one another (84 s of waiting in the 20 s of a 20-member takeover, 2026-11-28).
+		// one another (a 20-member takeover's profile showed it, 2026-11-28).
 		r, err = applyOne(ctx, a, desired, live, key, digest, extract, c)
 	} else {
 		var out any

@@ -414,8 +414,8 @@ func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
 //
 // A read lock is enough, and every pass of every MySQLCluster takes it for each member: letGo marks the member
 // leaving under the write lock before it waits, so an Add here either comes before that (and is waited for) or
-// finds the member leaving. With the write lock, 32 passes queued on it behind one another on a busy machine (12 s
-// of waiting in the 20 s of a 20-member takeover, 2026-11-28).
+// finds the member leaving. With the write lock, passes queued on it behind one another on a busy machine (a
+// 20-member takeover's profile showed it, 2026-11-28).
 func (p *Provider) Use(name string) (done func(), ok bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -238,8 +238,8 @@ func (MariaDBFlavor) ConfigureSemiSyncSource(ctx context.Context, db DB, cfg Sem
 
 // semiSyncReplicaKillTimeout is rpl_semi_sync_slave_kill_conn_timeout on a replica: how long STOP SLAVE waits
 // for a connection to its primary, which it opens to end its own replication connection there. Against a frozen
-// primary every STOP SLAVE IO_THREAD of a failover's first pass waits that long (measured on 10.11: 2.0 s at the
-// default of 5, 1.0 s at 1; 0 is no bound). Nothing depends on that kill: a primary whose replica's connection
+// primary every STOP SLAVE IO_THREAD of a failover's first pass waits up to that long (0 is no bound; the
+// default is 5). Nothing depends on that kill: a primary whose replica's connection
 // stays open until it notices gets no acknowledgement through it.
 const semiSyncReplicaKillTimeout = "1"
 

@@ -23,7 +23,7 @@
 // renew period, so a quiet fleet writes to the hub in proportion to its members; and Engage starts the members
 // that one recomputation picks with contexts derived from the engaging member's context, so that removing one
 // member stops the controllers of another (two members engaged back to back, the first removed: the second's
-// engagement was cancelled in 4 of 8 runs against a real API server). Its rendezvous sharder has no load bound
+// engagement was cancelled in some runs against a real API server). Its rendezvous sharder has no load bound
 // either (see Assign).
 package shard
 
