@@ -318,9 +318,15 @@ func plainBackup(b *testing.B, src *mysqltest.Server, file string) Timing {
 	args := flavor.DumpCommand(conn(src))
 	dump := exec.Command(lookPath(b, args[0]), args[1:]...)
 	gz := exec.Command(lookPath(b, "gzip"))
-	gz.Stdout = f
-	took := pipe(b, dump, gz)
-	// The runner's dir store syncs what it wrote before it counts it stored; so does the pipe, timed.
+	took, size := pipeToFile(b, dump, gz, f)
+	return Timing{Seconds: took.Seconds(), StoredBytes: size}
+}
+
+// pipeToFile runs first | second > f, then syncs f, and returns the time both took with the sync, and f's size.
+// The runner's dir store syncs what it wrote before it counts it stored; so does the hand pipeline, timed.
+func pipeToFile(b *testing.B, first, second *exec.Cmd, f *os.File) (time.Duration, int64) {
+	second.Stdout = f
+	took := pipe(b, first, second)
 	start := time.Now()
 	if err := f.Sync(); err != nil {
 		b.Fatal(err)
@@ -330,7 +336,7 @@ func plainBackup(b *testing.B, src *mysqltest.Server, file string) Timing {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Timing{Seconds: took.Seconds(), StoredBytes: st.Size()}
+	return took, st.Size()
 }
 
 func runnerBackup(b *testing.B, runner string, src *mysqltest.Server, dir string) Timing {

@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -168,18 +167,8 @@ func handPhysicalBackup(b *testing.B, src *mysqltest.Server, file string) Physic
 	backup := exec.Command(lookPath(b, "mariadb-backup"), "--no-defaults", "--backup", "--stream=xbstream",
 		"--target-dir="+b.TempDir(), "--socket="+src.Socket, "--user=root")
 	zstd := exec.Command(lookPath(b, "zstd"), "-1", "-T2", "-q")
-	zstd.Stdout = f
-	took := pipe(b, backup, zstd)
-	start := time.Now()
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	took += time.Since(start)
-	st, err := f.Stat()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return PhysicalTiming{Seconds: took.Seconds(), StoredBytes: st.Size()}
+	took, size := pipeToFile(b, backup, zstd, f)
+	return PhysicalTiming{Seconds: took.Seconds(), StoredBytes: size}
 }
 
 func runnerPhysicalBackup(b *testing.B, src *mysqltest.Server, store internal.Store) PhysicalTiming {
@@ -264,21 +253,4 @@ func (r *PhysicalResults) print(w *os.File) {
 		r.Restore.Ratio, r.Stall.HandMaxSeconds, r.Stall.RunnerMaxSeconds, r.Stall.IdleMaxSeconds)
 }
 
-func (r *PhysicalResults) write() error {
-	dir := resultsDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	data = append(data, '\n')
-	for _, name := range []string{"physical-" + r.Timestamp + ".json", "physical-latest.json"} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("Results: %s\n", filepath.Join(dir, "physical-"+r.Timestamp+".json"))
-	return nil
-}
+func (r *PhysicalResults) write() error { return writeResults("physical", r.Timestamp, r) }

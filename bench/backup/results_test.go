@@ -79,21 +79,24 @@ func ratios(xs []float64) string {
 	return out
 }
 
-func (r *Results) write() error {
+func (r *Results) write() error { return writeResults("backup", r.Timestamp, r) }
+
+// writeResults writes v as bench/results/KIND-TIMESTAMP.json and KIND-latest.json, and says where.
+func writeResults(kind, timestamp string, v any) error {
 	dir := resultsDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	data = append(data, '\n')
-	for _, name := range []string{"backup-" + r.Timestamp + ".json", "backup-latest.json"} {
+	for _, name := range []string{kind + "-" + timestamp + ".json", kind + "-latest.json"} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("Results: %s\n", filepath.Join(dir, "backup-"+r.Timestamp+".json"))
+	fmt.Printf("Results: %s\n", filepath.Join(dir, kind+"-"+timestamp+".json"))
 	return nil
 }
