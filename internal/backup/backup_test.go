@@ -320,14 +320,14 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// killingDump is a dump tool that is killed after it wrote part of its dump.
-func killingDump(t *testing.T, after int) string {
+// killingTool is the tool NAME (mariadb-dump, mariadb-backup), killed after it wrote AFTER bytes of its output.
+func killingTool(t *testing.T, name string, after int) string {
 	t.Helper()
-	real, err := exec.LookPath("mariadb-dump")
+	real, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("mariadb-dump is not installed (%v): run hack/install-deps.sh", err)
+		t.Fatalf("%s is not installed (%v): run hack/install-deps.sh", name, err)
 	}
-	p := filepath.Join(t.TempDir(), "mariadb-dump")
+	p := filepath.Join(t.TempDir(), name)
 	script := fmt.Sprintf("#!/bin/sh\n%q \"$@\" | head -c %d\nkill -KILL $$\n", real, after)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestInterruptedBackupIsNeverListed(t *testing.T) {
 			})
 			t.Run("dump killed", func(t *testing.T) {
 				conn := src.conn()
-				conn.Conn.Path = killingDump(t, 8<<20)
+				conn.Conn.Path = killingTool(t, "mariadb-dump", 8<<20)
 				if m, err := backup.Run(ctx, backup.Options{Source: conn, Store: store}); err == nil {
 					t.Fatalf("a backup whose dump tool was killed succeeded: %+v", m)
 				}

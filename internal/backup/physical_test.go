@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,21 +246,6 @@ func TestPhysicalRestoreRefusesAChecksumMismatch(t *testing.T) {
 	}
 }
 
-// killingBackup is a mariadb-backup that is killed after it streamed part of its copy.
-func killingBackup(t *testing.T, after int) string {
-	t.Helper()
-	real, err := exec.LookPath("mariadb-backup")
-	if err != nil {
-		t.Fatalf("mariadb-backup is not installed (%v): run hack/install-deps.sh", err)
-	}
-	p := filepath.Join(t.TempDir(), "mariadb-backup")
-	script := fmt.Sprintf("#!/bin/sh\n%q \"$@\" | head -c %d\nkill -KILL $$\n", real, after)
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // A physical backup cut midway, by its upload's end or by the tool's death, is never listed and leaves the
 // store as it was.
 func TestPhysicalInterruptedBackupIsNeverListed(t *testing.T) {
@@ -295,7 +279,7 @@ func TestPhysicalInterruptedBackupIsNeverListed(t *testing.T) {
 			})
 			t.Run("mariadb-backup killed", func(t *testing.T) {
 				conn := src.conn()
-				conn.Conn.Path = killingBackup(t, 8<<20)
+				conn.Conn.Path = killingTool(t, "mariadb-backup", 8<<20)
 				if m, err := backup.Run(ctx, backup.Options{Source: conn, Store: store, Method: backup.Physical}); err == nil {
 					t.Fatalf("a backup whose mariadb-backup was killed succeeded: %+v", m)
 				}
