@@ -166,51 +166,18 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 		copyDone <- err
 		_ = pw.CloseWithError(err)
 	}()
-	putErr := o.Store.Put(ctx, physicalKey(name), pr)
-	_ = pr.CloseWithError(errors.New("upload ended"))
-	if putErr != nil {
-		cancel()
-	}
-	copyErr := <-copyDone
-	if copyErr != nil {
-		return nil, fmt.Errorf("backup %s failed: %w", name, copyErr)
-	}
-	if putErr != nil {
-		return nil, fmt.Errorf("backup %s failed: %w", name, putErr)
+	if err := upload(ctx, cancel, o.Store, physicalKey(name), pr, copyDone); err != nil {
+		return nil, fmt.Errorf("backup %s failed: %w", name, err)
 	}
 	position, version, err := facts.result(o.Source.Flavor)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", name, err)
 	}
-	end := now().UTC()
-	m := &Manifest{
-		FormatVersion:   physicalFormatVersion,
-		Name:            name,
-		Method:          Physical,
-		Object:          physicalKey(name),
-		StartTime:       start,
-		EndTime:         end,
-		DurationSeconds: end.Sub(start).Seconds(),
-		Engine:          o.Source.Flavor.Engine(),
-		ServerVersion:   version,
-		GTIDPosition:    position,
-		Cluster:         o.Cluster,
-		Namespace:       o.Namespace,
-		Member:          o.Member,
-		Pod:             o.Pod,
-		Host:            firstNonEmpty(o.Source.Conn.Host, o.Source.Conn.Socket),
-		Size:            stored.n,
-		DumpSize:        streamed,
-		SHA256:          hex.EncodeToString(sum.Sum(nil)),
-		Compression:     compressionZstd,
-	}
-	if err := context.Cause(ctx); err != nil {
-		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
-	}
-	if err := writeManifest(ctx, o.Store, m); err != nil {
-		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
-	}
-	return m, nil
+	m := o.manifest(name, start, now().UTC())
+	m.FormatVersion, m.Method, m.Object, m.Compression = physicalFormatVersion, Physical, physicalKey(name), compressionZstd
+	m.ServerVersion, m.GTIDPosition = version, position
+	m.Size, m.DumpSize, m.SHA256 = stored.n, streamed, hex.EncodeToString(sum.Sum(nil))
+	return publish(ctx, o.Store, m)
 }
 
 var (

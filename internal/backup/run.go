@@ -143,52 +143,63 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 		// A nil error is EOF for the store; anything else fails its upload.
 		_ = pw.CloseWithError(err)
 	}()
-	putErr := o.Store.Put(ctx, dataKey(name), pr)
-	// If the store gave up early, the dump tool must not block on a full pipe.
-	_ = pr.CloseWithError(errors.New("upload ended"))
-	if putErr != nil {
-		cancel()
-	}
-	dumpErr := <-dumpDone
-	if dumpErr != nil {
-		return nil, fmt.Errorf("backup %s failed: %w", name, dumpErr)
-	}
-	if putErr != nil {
-		return nil, fmt.Errorf("backup %s failed: %w", name, putErr)
+	if err := upload(ctx, cancel, o.Store, dataKey(name), pr, dumpDone); err != nil {
+		return nil, fmt.Errorf("backup %s failed: %w", name, err)
 	}
 	position, err := o.Source.Flavor.DumpGTIDPosition(head.Bytes(), tail.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", name, err)
 	}
-	end := now().UTC()
-	m := &Manifest{
-		FormatVersion:   formatVersion,
+	m := o.manifest(name, start, now().UTC())
+	m.FormatVersion, m.Method, m.Object, m.Compression = formatVersion, Logical, dataKey(name), compressionGzip
+	m.ServerVersion, m.GTIDPosition = serverVersion(head.Bytes()), position.String()
+	m.Size, m.DumpSize, m.SHA256 = stored.n, dumped.n, hex.EncodeToString(sum.Sum(nil))
+	return publish(ctx, o.Store, m)
+}
+
+// upload stores what the pipe's reader pr gives under key, while the producer writes into the pipe and then
+// sends its own outcome on done (a nil error from the producer is EOF for the store, anything else fails the
+// upload). If the store gives up first, the pipe is closed so that the producer does not block on it, and cancel
+// stops the producer's tool. The producer's error comes first: it says why the stream was cut.
+func upload(ctx context.Context, cancel context.CancelFunc, store Store, key string, pr *io.PipeReader,
+	done <-chan error) error {
+	putErr := store.Put(ctx, key, pr)
+	_ = pr.CloseWithError(errors.New("upload ended"))
+	if putErr != nil {
+		cancel()
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	return putErr
+}
+
+// manifest is the part of a backup's manifest that both methods fill alike: its name, times and where it was
+// taken from.
+func (o Options) manifest(name string, start, end time.Time) *Manifest {
+	return &Manifest{
 		Name:            name,
-		Method:          Logical,
-		Object:          dataKey(name),
 		StartTime:       start,
 		EndTime:         end,
 		DurationSeconds: end.Sub(start).Seconds(),
 		Engine:          o.Source.Flavor.Engine(),
-		ServerVersion:   serverVersion(head.Bytes()),
-		GTIDPosition:    position.String(),
 		Cluster:         o.Cluster,
 		Namespace:       o.Namespace,
 		Member:          o.Member,
 		Pod:             o.Pod,
 		Host:            firstNonEmpty(o.Source.Conn.Host, o.Source.Conn.Socket),
-		Size:            stored.n,
-		DumpSize:        dumped.n,
-		SHA256:          hex.EncodeToString(sum.Sum(nil)),
-		Compression:     compressionGzip,
 	}
-	// Last, and only now: the manifest makes the backup visible. Not past the bound, though, where a prune
-	// may have deleted the data already; the context's deadline also ends a manifest upload that would end late.
+}
+
+// publish writes m, last and only now: the manifest makes the backup visible. Not past the bound, though, where
+// a prune may have deleted the data already; the context's deadline also ends a manifest upload that would end
+// late.
+func publish(ctx context.Context, store Store, m *Manifest) (*Manifest, error) {
 	if err := context.Cause(ctx); err != nil {
-		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
+		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", m.Name, err)
 	}
-	if err := writeManifest(ctx, o.Store, m); err != nil {
-		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", name, err)
+	if err := writeManifest(ctx, store, m); err != nil {
+		return nil, fmt.Errorf("backup %s: the data is stored but its manifest is not: %w", m.Name, err)
 	}
 	return m, nil
 }
