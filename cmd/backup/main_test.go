@@ -26,19 +26,7 @@ func TestCommands(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "backups")
-	t.Setenv("BACKUP_TARGET", "dir")
-	t.Setenv("BACKUP_DIR", dir)
-	t.Setenv("MYSQL_PWD", "")
-	t.Setenv("BACKUP_ENGINE", "MariaDB")
-
-	cmd := func(args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		err := run(ctx, args, &out, &errOut)
-		if err != nil {
-			t.Logf("%v: %s", args, errOut.String())
-		}
-		return out.String(), err
-	}
+	cmd := dirRunner(ctx, t, dir)
 	var names []string
 	for range 3 {
 		out, err := cmd("backup", "--socket", src.Socket, "--member", "eu-1", "--pod", "db-1", "--retention", "2")
@@ -106,18 +94,7 @@ func TestPhysicalCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("BACKUP_TARGET", "dir")
-	t.Setenv("BACKUP_DIR", filepath.Join(t.TempDir(), "backups"))
-	t.Setenv("MYSQL_PWD", "")
-	t.Setenv("BACKUP_ENGINE", "MariaDB")
-	cmd := func(args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		err := run(ctx, args, &out, &errOut)
-		if err != nil {
-			t.Logf("%v: %s", args, errOut.String())
-		}
-		return out.String(), err
-	}
+	cmd := dirRunner(ctx, t, filepath.Join(t.TempDir(), "backups"))
 	out, err := cmd("backup", "--method", "physical", "--socket", src.Socket, "--member", "eu-1")
 	if err != nil {
 		t.Fatal(err)
@@ -150,5 +127,23 @@ func TestPhysicalCommands(t *testing.T) {
 	}
 	if got != "one,two" {
 		t.Errorf("restored %q", got)
+	}
+}
+
+// dirRunner sets the environment of a backup Job whose target is the directory dir, for MariaDB, and returns a
+// function that runs the command with args and gives its output (its standard error is logged on failure).
+func dirRunner(ctx context.Context, t *testing.T, dir string) func(args ...string) (string, error) {
+	t.Helper()
+	t.Setenv("BACKUP_TARGET", "dir")
+	t.Setenv("BACKUP_DIR", dir)
+	t.Setenv("MYSQL_PWD", "")
+	t.Setenv("BACKUP_ENGINE", "MariaDB")
+	return func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, &out, &errOut)
+		if err != nil {
+			t.Logf("%v: %s", args, errOut.String())
+		}
+		return out.String(), err
 	}
 }
