@@ -43,8 +43,8 @@ const (
 // docs/backups.md and the bench's physical-*.json results.
 const DefaultLogCopyInterval = 10 * time.Millisecond
 
-// ZstdLevel is the level of the in-process zstd encoder of physical backups. See docs/backups.md for the
-// measurement that chose it: at the fastest level the encoder keeps pace with mariadb-backup on two cores,
+// ZstdLevel is the level of the in-process zstd encoder of physical backups. See docs/backups.md for why: at
+// the fastest level the encoder keeps pace with mariadb-backup on two cores,
 // where better levels made the compressor, not the copy, the limit, for a few percent of size.
 const ZstdLevel = zstd.SpeedFastest
 
