@@ -182,4 +182,11 @@ test-e2e-kind: kind-images ## Run the e2e suite on kind clusters (fresh e2e-* cl
 
 .PHONY: test-kind-ci
 test-kind-ci: ## The kind tier as CI runs it: the real-Pods specs (replication, failover, backup and restore) on a hub and one member.
-	$(MAKE) test-e2e-kind E2E_KIND_MEMBERS=1 E2E_KIND_LABELS=real-pods
+	$(MAKE) test-e2e-kind E2E_KIND_MEMBERS=1 E2E_KIND_LABELS='real-pods && !bench'
+
+BENCH_RUNS ?= 5
+.PHONY: bench-failover-kind
+bench-failover-kind: kind-images ## Time each fault of the primary on kind (kill -9, Pod deleted, frozen, cut off, switchover) to the first write through <name>-primary from a client Pod, and to full redundancy; figures in bench/results/failover-kind-*.json.
+	hack/tools.sh kubectl kind
+	E2E_PROVIDER=kind E2E_KIND_MEMBERS=1 BENCH_RUNS=$(BENCH_RUNS) go test -tags e2e -v ./e2e/ -count=1 -timeout 150m -ginkgo.v \
+		-ginkgo.label-filter='bench'

@@ -22,10 +22,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -394,26 +392,11 @@ func names(ms []*testfleet.Cluster) []string {
 	return out
 }
 
+// host is the machine as a fleet or scale run starts; those runs record the 1-minute load average only.
 func host() machine.Host {
-	h := machine.Host{Cores: runtime.NumCPU(), Load1Start: load1(), GoVersion: runtime.Version()}
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		h.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
-			h.Commit += "-dirty"
-		}
-	}
+	h := machine.Now()
+	h.Load1Start, h.LoadStart = h.LoadStart[0], [3]float64{}
 	return h
 }
 
-func load1() float64 {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func load1() float64 { return machine.LoadAverage()[0] }

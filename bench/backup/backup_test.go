@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +81,7 @@ func benchmark(b *testing.B) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		r := Run{Index: i, Load1: loadAverage()[0], Order: "plain,runner"}
+		r := Run{Index: i, Load1: machine.LoadAverage()[0], Order: "plain,runner"}
 		kinds := []string{"plain", "runner"}
 		if i%2 == 1 {
 			slices.Reverse(kinds)
@@ -123,7 +122,7 @@ func benchmark(b *testing.B) {
 		_ = os.RemoveAll(dir)
 		res.Runs = append(res.Runs, r)
 	}
-	res.Host.LoadEnd = loadAverage()
+	res.Host.LoadEnd = machine.LoadAverage()
 	res.summarize()
 	res.print(os.Stdout)
 	if err := res.write(); err != nil {
@@ -396,20 +395,8 @@ func lookPath(b *testing.B, name string) string {
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
 
-func loadAverage() [3]float64 {
-	var l [3]float64
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return l
-	}
-	for i, f := range strings.Fields(string(data))[:3] {
-		l[i], _ = strconv.ParseFloat(f, 64)
-	}
-	return l
-}
-
 func host() machine.Host {
-	h := machine.Host{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()}
+	h := machine.Now()
 	if out, err := exec.Command("mariadbd", "--version").Output(); err == nil {
 		h.MariaDB = strings.TrimSpace(string(out))
 	} else if out, err := exec.Command("/usr/sbin/mariadbd", "--version").Output(); err == nil {
@@ -417,12 +404,6 @@ func host() machine.Host {
 	}
 	if out, err := exec.Command("gzip", "--version").Output(); err == nil {
 		h.Gzip, _, _ = strings.Cut(string(out), "\n")
-	}
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		h.Commit = strings.TrimSpace(string(out))
-		if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(out) > 0 {
-			h.Commit += "+dirty"
-		}
 	}
 	return h
 }

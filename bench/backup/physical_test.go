@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	internal "github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
@@ -78,7 +79,7 @@ func benchmarkPhysical(b *testing.B) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		r := PhysicalRun{Index: i, Load1: loadAverage()[0], Order: "hand,runner"}
+		r := PhysicalRun{Index: i, Load1: machine.LoadAverage()[0], Order: "hand,runner"}
 		kinds := []string{"hand", "runner"}
 		if i%2 == 1 {
 			slices.Reverse(kinds)
@@ -150,7 +151,7 @@ func benchmarkPhysical(b *testing.B) {
 		res.Runs = append(res.Runs, r)
 	}
 	writer.Stop()
-	res.Host.LoadEnd = loadAverage()
+	res.Host.LoadEnd = machine.LoadAverage()
 	res.summarize()
 	res.print(os.Stdout)
 	if err := res.write(); err != nil {

@@ -92,7 +92,7 @@ func BenchmarkFailover(b *testing.B) {
 	for i := 1; i <= *flagRuns; i++ {
 		for _, kind := range kinds {
 			b.Run(fmt.Sprintf("%s-%d", kind, i), func(b *testing.B) {
-				r := &Run{Kind: kind, Index: i, Load1: loadAverage()[0]}
+				r := &Run{Kind: kind, Index: i, Load1: machine.LoadAverage()[0]}
 				defer func() {
 					if b.Failed() && r.Error == "" {
 						r.Error = "failed: see the benchmark's output"
@@ -107,10 +107,10 @@ func BenchmarkFailover(b *testing.B) {
 			})
 		}
 	}
-	res.Host.LoadEnd = loadAverage()
+	res.Host.LoadEnd = machine.LoadAverage()
 	for _, kind := range kinds {
 		f := figures[kind]
-		f.summarize()
+		f.Summarize()
 		switch kind {
 		case kindFailover:
 			res.Failover = f

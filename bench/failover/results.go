@@ -1,6 +1,10 @@
 package failover
 
-import "github.com/mysqlfleet/mysqlfleet/bench/machine"
+import (
+	"slices"
+
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
+)
 
 // The types of the JSON a run records live outside the test files so that bench's docs command (go run ./bench
 // -docs) can read them: docs/benchmarks.md is generated from them.
@@ -16,6 +20,32 @@ type Results struct {
 	Failover   *Figure      `json:"failover,omitempty"`
 	Frozen     *Figure      `json:"frozenPrimaryFailover,omitempty"`
 	Switchover *Figure      `json:"switchover,omitempty"`
+}
+
+// KindResults is what the failover bench on kind records (make bench-failover-kind), as JSON in
+// bench/results/failover-kind-<timestamp>.json: the rendered objects as real Pods in a kind member, the member
+// controller as `mysqlfleet join` installs it, and writers in a Pod reaching <name>-primary through kube-proxy.
+type KindResults struct {
+	Timestamp string       `json:"timestamp"`
+	Host      machine.Host `json:"host"`
+	// Tier is "kind"; Member the kind member cluster the set ran in, Nodes its node count.
+	Tier   string `json:"tier"`
+	Member string `json:"member"`
+	Nodes  int    `json:"nodes"`
+	// ControllerArgs are the member controller's arguments as its Deployment in the member has them.
+	ControllerArgs []string   `json:"memberControllerArgs"`
+	Writer         KindWriter `json:"writer"`
+	// FaultSeconds is how long a frozen or cut-off primary stays so before it is let go.
+	FaultSeconds float64   `json:"faultSeconds"`
+	Figures      []*Figure `json:"figures"`
+}
+
+// KindWriter is how the client Pod wrote: Connections shell loops, each one INSERT per new connection through
+// <name>-primary as the application's account, timestamps from the Pod (the node shares the host's clock).
+type KindWriter struct {
+	Connections  int    `json:"connections"`
+	Account      string `json:"account"`
+	WriteTimeout string `json:"writeTimeout"`
 }
 
 // Controller is how the member controller ran: cmd/member's defaults unless Defaults is false.
@@ -85,7 +115,13 @@ type Run struct {
 	EndpointSliceRetries int `json:"endpointSliceRetries"`
 	// Timeline is every change seen in the member during the run, in seconds after the fault or request.
 	Timeline []string `json:"timeline,omitempty"`
-	Error    string   `json:"error,omitempty"`
+	// FullRedundancySeconds (kind runs) is from the fault to the hub showing the set whole again: a primary,
+	// every replica in sync, none errant or unreachable, with no human in between.
+	FullRedundancySeconds float64 `json:"fullRedundancySeconds,omitzero"`
+	// OldPrimaryAcks (kind runs) counts writes the old primary acknowledged after the new one acknowledged its
+	// first: two writable servers. It must be 0.
+	OldPrimaryAcks int    `json:"oldPrimaryAcksAfterPromotion"`
+	Error          string `json:"error,omitempty"`
 }
 
 // Phase is a moment after the fault or request; -1 when it was not seen.
@@ -101,4 +137,49 @@ type SemiSync struct {
 	Clients int    `json:"clients"`
 	YesTx   int64  `json:"yesTx"`
 	NoTx    int64  `json:"noTx"`
+}
+
+// Summarize computes the figure from the runs that completed; a failed run counts in none of the times.
+func (f *Figure) Summarize() {
+	var secs []float64
+	byPhase := map[string][]float64{}
+	var order []string
+	for _, r := range f.Runs {
+		f.LostWrites += r.Lost
+		if r.Error != "" {
+			continue
+		}
+		secs = append(secs, r.Seconds)
+		for _, p := range r.Phases {
+			if !slices.Contains(order, p.Name) {
+				order = append(order, p.Name)
+			}
+			if p.Seconds >= 0 {
+				byPhase[p.Name] = append(byPhase[p.Name], p.Seconds)
+			}
+		}
+	}
+	f.Completed = len(secs)
+	if len(secs) == 0 {
+		return
+	}
+	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), median(secs), slices.Max(secs)
+	f.Met = f.MedianSeconds <= f.TargetSeconds
+	for _, name := range order {
+		p := Phase{Name: name, Seconds: -1}
+		if v := byPhase[name]; len(v) > 0 {
+			p.Seconds = median(v)
+		}
+		f.PhaseMedians = append(f.PhaseMedians, p)
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,12 +18,9 @@ import (
 func newResults(stamp string) *Results {
 	r := &Results{
 		Timestamp: stamp,
-		Host:      machine.Host{Cores: runtime.NumCPU(), LoadStart: loadAverage(), GoVersion: runtime.Version()},
+		Host:      machine.Now(),
 		Writer: Writer{EndpointPoll: pollEvery.String(), WriteTimeout: flagWriteTimeout.String(),
 			Warmup: flagWarmup.String(), Spread: spreadOf(*flagSpread)},
-	}
-	if rev, ok := commit(); ok {
-		r.Host.Commit, r.Host.WholeTree = rev, true
 	}
 	return r
 }
@@ -46,51 +40,6 @@ func controllerOf(e *env) Controller {
 	return Controller{Defaults: t == productionTiming, PollInterval: t.PollInterval.String(), BusyInterval: t.BusyInterval.String(),
 		StatusTimeout: t.StatusTimeout.String(), PassTimeout: t.PassTimeout.String(), MaxLag: t.MaxLag.String(),
 		ReplicaConnectRetry: t.ReplicaConnectRetry.String(), LeaderElection: true}
-}
-
-// summarize computes the figure from the runs that completed; a failed run counts in none of the times.
-func (f *Figure) summarize() {
-	var secs []float64
-	byPhase := map[string][]float64{}
-	var order []string
-	for _, r := range f.Runs {
-		f.LostWrites += r.Lost
-		if r.Error != "" {
-			continue
-		}
-		secs = append(secs, r.Seconds)
-		for _, p := range r.Phases {
-			if !slices.Contains(order, p.Name) {
-				order = append(order, p.Name)
-			}
-			if p.Seconds >= 0 {
-				byPhase[p.Name] = append(byPhase[p.Name], p.Seconds)
-			}
-		}
-	}
-	f.Completed = len(secs)
-	if len(secs) == 0 {
-		return
-	}
-	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), median(secs), slices.Max(secs)
-	f.Met = f.MedianSeconds <= f.TargetSeconds
-	for _, name := range order {
-		p := Phase{Name: name, Seconds: -1}
-		if v := byPhase[name]; len(v) > 0 {
-			p.Seconds = median(v)
-		}
-		f.PhaseMedians = append(f.PhaseMedians, p)
-	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func (r *Results) figures() []*Figure {
@@ -203,21 +152,6 @@ func (r *Results) write(out string) error {
 	return nil
 }
 
-func loadAverage() [3]float64 {
-	var l [3]float64
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return l
-	}
-	for i, f := range strings.Fields(string(data)) {
-		if i >= len(l) {
-			break
-		}
-		l[i], _ = strconv.ParseFloat(f, 64)
-	}
-	return l
-}
-
 // semiSync reads a primary's semi-sync counters and version as root.
 func semiSync(dsn string) (SemiSync, error) {
 	db, err := sql.Open("mysql", dsn)
@@ -284,18 +218,4 @@ func relative(events []event, t0 time.Time) []string {
 		out = append(out, fmt.Sprintf("%+.3fs %s", e.at.Sub(t0).Seconds(), e.what))
 	}
 	return out
-}
-
-// commit is the checked-out revision, marked -dirty when the work tree has changes anywhere. go test runs in the
-// package's directory, so a pathspec of "." would look at bench/failover only, as runs without Host.WholeTree did.
-func commit() (string, bool) {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "", false
-	}
-	rev := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
-		rev += "-dirty"
-	}
-	return rev, true
 }

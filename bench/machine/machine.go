@@ -3,6 +3,14 @@
 // bench's docs command reads one. It imports nothing of the benchmarks: they and bench import it.
 package machine
 
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
 // Host is the machine and its load: every process of a run shares its cores with whatever else runs there.
 //
 // The benchmarks record the load in two shapes, kept as their JSON has always had them: the fleet and scale
@@ -25,4 +33,44 @@ type Host struct {
 	// check looked at the whole work tree: failover runs recorded without it looked under bench/failover only.
 	Commit    string `json:"commit,omitempty"`
 	WholeTree bool   `json:"commitCheckedWholeTree,omitempty"`
+}
+
+// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load averages; zeros where it cannot be read.
+func LoadAverage() [3]float64 {
+	var l [3]float64
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	for i, f := range strings.Fields(string(data)) {
+		if i >= len(l) {
+			break
+		}
+		l[i], _ = strconv.ParseFloat(f, 64)
+	}
+	return l
+}
+
+// Commit is the checked-out revision, marked -dirty when the work tree has changes anywhere (untracked files
+// included: a new benchmark file is a change); false outside a git work tree. git looks at the whole work tree
+// from any directory in it, so a benchmark run by go test in its package's directory sees every change.
+func Commit() (string, bool) {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "", false
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", ":/").Output(); err == nil && len(st) > 0 {
+		rev += "-dirty"
+	}
+	return rev, true
+}
+
+// Now is the machine as a run starts: its cores, Go's version, /proc/loadavg in LoadStart, and the commit.
+func Now() Host {
+	h := Host{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: LoadAverage()}
+	if rev, ok := Commit(); ok {
+		h.Commit, h.WholeTree = rev, true
+	}
+	return h
 }
