@@ -5,8 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/bench/failover"
 )
 
 // Replication as the member controller runs it on real servers (installed by `mysqlfleet join`): a set of three
@@ -34,7 +35,7 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 	BeforeAll(func(ctx SpecContext) {
 		placed = memberNames()
 		c = mysqlCluster("payments", "ledger", placed)
-		c.Spec.Replicas, c.Spec.Database = 3, "ledger"
+		c.Spec.Replicas, c.Spec.Database, c.Spec.User = 3, "ledger", "app"
 		c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete
 		create(ctx, c)
 		key = client.ObjectKeyFromObject(c)
@@ -84,18 +85,20 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		Expect(runSQL(ctx, member, key, c.PrimaryServiceName(), "root", v1alpha1.RootPasswordKey,
 			"CREATE TABLE ledger.acks (id INT PRIMARY KEY); SELECT 'created'")).To(Equal("created"))
 
-		By("writing through " + c.PrimaryServiceName() + " from a Pod that records each acknowledged write")
-		writer := startClient(ctx, member, key, "writer", c.PrimaryServiceName(), "root", v1alpha1.RootPasswordKey,
-			"ledger.acks", writerScript)
+		By("writing through " + c.PrimaryServiceName() + " as " + c.Spec.User + " on 4 connections from a Pod that records each acknowledged write")
+		writer := startClient(ctx, member, key, "writer", c.PrimaryServiceName(), c.Spec.User, v1alpha1.PasswordKey,
+			"ledger.acks", failover.WriterScript(4))
 		DeferCleanup(func(ctx SpecContext) { deleteClient(ctx, member, key.Namespace, writer) })
-		Eventually(func(g Gomega) int {
+		writes := func(g Gomega) []failover.Write {
 			logs, err := clientLogs(ctx, member, key.Namespace, writer)
 			g.Expect(err).NotTo(HaveOccurred())
-			return len(acknowledged(logs))
-		}).
+			return failover.ParseWrites(logs)
+		}
+		Eventually(func(g Gomega) int { return len(failover.Acknowledged(writes(g))) }).
 			WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", 20))
 
 		By("deleting the primary's Pod " + old)
+		t0 := float64(time.Now().UnixNano()) / 1e9
 		Expect(clients[member].Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: old}})).
 			To(Succeed())
 
@@ -115,13 +118,26 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		Eventually(func(g Gomega) []string { return endpointPods(ctx, g, member, key.Namespace, c.PrimaryServiceName()) }).
 			WithTimeout(time.Minute).Should(Equal([]string{promoted}))
 
-		By("the writer goes on through " + c.PrimaryServiceName() + " until 20 writes after a failed one were acknowledged")
-		logs, phase := waitClient(ctx, member, key.Namespace, writer, 10*time.Minute)
-		Expect(phase).To(Equal(corev1.PodSucceeded), logs)
-		acked := acknowledged(logs)
-		failed := failLine.FindAllString(logs, -1)
-		Expect(failed).NotTo(BeEmpty(), "the writer saw the primary go")
-		_, _ = fmt.Fprintf(GinkgoWriter, "the writer: %d writes acknowledged, %d not\n", len(acked), len(failed))
+		By("the writer goes on through " + c.PrimaryServiceName() + " until " + promoted + " acknowledged 20 writes")
+		var all []failover.Write
+		Eventually(func(g Gomega) int {
+			all = writes(g)
+			n := 0
+			for _, w := range all {
+				if w.Ack && w.Host == promoted {
+					n++
+				}
+			}
+			return n
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", 20))
+		deleteClient(ctx, member, key.Namespace, writer)
+		var r failover.Run
+		acked := r.Tally(all, t0, old, "")
+		Expect(r.Error).To(BeEmpty())
+		Expect(r.To).To(Equal(promoted), "the first server after %s to acknowledge a write", old)
+		Expect(r.OldPrimaryAcks).To(BeZero(), "%s acknowledged writes after %s did", old, promoted)
+		_, _ = fmt.Fprintf(GinkgoWriter, "the writer: %d writes acknowledged, %d not; the first on %s %.2f s after the deletion\n",
+			r.Acknowledged, r.FailedWrites, promoted, r.Seconds)
 
 		By("every acknowledged write is on the new primary " + promoted)
 		out := runSQL(ctx, member, key, promoted+"."+c.HeadlessServiceName(), "root", v1alpha1.RootPasswordKey,
@@ -129,9 +145,9 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		rows := strings.Fields(out)
 		Expect(rows[0]).To(Equal(promoted))
 		Expect(rows[1]).To(BeElementOf("0", "OFF"), "the new primary is writable")
-		var lost []string
+		var lost []int64
 		for _, id := range acked {
-			if !slices.Contains(rows[2:], id) {
+			if !slices.Contains(rows[2:], strconv.FormatInt(id, 10)) {
 				lost = append(lost, id)
 			}
 		}
@@ -147,44 +163,6 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 })
-
-// writerScript inserts ids 1, 2, ... into the table $SQL through $HOST, one connection and one autocommit INSERT
-// each, and prints "ack N" only when the server acknowledged N's commit ("fail N" otherwise: refused, broken
-// off, or no answer within 20 s, whose outcome is unknown). It ends once 20 writes were acknowledged after a
-// failed one, or fails after 8 minutes. The pause after a failure keeps a Service with no endpoint from
-// spinning the loop.
-const writerScript = `deadline=$(( $(date +%s) + 480 ))
-i=0; failed=0; after=0
-while [ "$(date +%s)" -lt "$deadline" ]; do
-  i=$((i + 1))
-  if timeout 20 "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=2 -e "INSERT INTO $SQL VALUES ($i)"; then
-    echo "ack $i"
-    if [ "$failed" -gt 0 ]; then
-      after=$((after + 1))
-      if [ "$after" -ge 20 ]; then exit 0; fi
-    fi
-  else
-    echo "fail $i"
-    failed=$((failed + 1))
-    sleep 0.5
-  fi
-done
-echo "no 20 acknowledged writes after a failed one within 8 minutes"
-exit 1`
-
-var (
-	ackLine  = regexp.MustCompile(`(?m)^ack ([0-9]+)$`)
-	failLine = regexp.MustCompile(`(?m)^fail [0-9]+$`)
-)
-
-// acknowledged are the ids the writer printed as acknowledged.
-func acknowledged(logs string) []string {
-	var ids []string
-	for _, m := range ackLine.FindAllStringSubmatch(logs, -1) {
-		ids = append(ids, m[1])
-	}
-	return ids
-}
 
 // endpointPods are the Pods behind a Service in a member, by its EndpointSlices, sorted.
 func endpointPods(ctx context.Context, g Gomega, member, ns, service string) []string {
