@@ -720,18 +720,34 @@ func (recs *records) kindSection(b *strings.Builder) {
 			if v, ok := local[localKinds[kind]]; ok {
 				localCell = sec(v)
 			}
-			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), fmt.Sprint(r.Nodes),
+			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), timingFlags(r.ControllerArgs), fmt.Sprint(r.Nodes),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), kind,
 				fmt.Sprintf("%d of %d", f.Completed, len(f.Runs)), "**" + sec(f.MedianSeconds) + "**",
 				fmt.Sprintf("%.2f – %.2f s", f.MinSeconds, f.MaxSeconds), fmt.Sprintf("≤ %g s: %s", f.TargetSeconds, met),
 				localCell, wholeCell, fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
 		}
 	}
-	table(b, []string{"run", "tree", "nodes", "load at start, end", "fault", "runs completed", "median", "min – max",
+	table(b, []string{"run", "tree", "member controller", "nodes", "load at start, end", "fault", "runs completed", "median", "min – max",
 		"target (median)", "local tier", "whole again", "acknowledged writes lost", "old primary's acks after the new one's"}, rows)
 	if rec, ok := latestOf(recs.kind); ok {
 		fmt.Fprintf(b, "The member controller's arguments in the latest run: `%s`.\n", strings.Join(rec.r.ControllerArgs, " "))
 	}
+}
+
+// timingFlags are the member controller's arguments beyond those `mysqlfleet join` gives it (its command, leader
+// election, namespace, runner image): "defaults" when there are none, cmd/member's defaults then being in force.
+func timingFlags(args []string) string {
+	var extra []string
+	for i, a := range args {
+		if i == 0 || a == "--leader-elect" || strings.HasPrefix(a, "--namespace=") || strings.HasPrefix(a, "--runner-image=") {
+			continue
+		}
+		extra = append(extra, "`"+a+"`")
+	}
+	if len(extra) == 0 {
+		return "defaults"
+	}
+	return strings.Join(extra, " ")
 }
 
 func (recs *records) backupSection(b *strings.Builder) {

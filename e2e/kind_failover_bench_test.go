@@ -80,6 +80,9 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 		c = mysqlCluster("bench", "orders", []string{member})
 		c.Spec.Replicas, c.Spec.Database, c.Spec.User = 3, "orders", "app"
 		c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+		if flags := strings.Fields(os.Getenv("BENCH_MEMBER_FLAGS")); len(flags) > 0 {
+			setMemberControllerFlags(ctx, member, flags)
+		}
 		create(ctx, c)
 		key = client.ObjectKeyFromObject(c)
 		DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, key) })
@@ -330,6 +333,25 @@ func memberControllerArgs(ctx context.Context, member string) []string {
 	d, err := memberClientset(member).AppsV1().Deployments(memberNamespace).Get(ctx, mfcli.MemberControllerName, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return append(slices.Clone(d.Spec.Template.Spec.Containers[0].Command), d.Spec.Template.Spec.Containers[0].Args...)
+}
+
+// setMemberControllerFlags adds flags to the member controller's arguments (BENCH_MEMBER_FLAGS, for trying other
+// timings than cmd/member's defaults; the run records the arguments it ran with) and waits for the rollout.
+func setMemberControllerFlags(ctx context.Context, member string, flags []string) {
+	deployments := memberClientset(member).AppsV1().Deployments(memberNamespace)
+	d, err := deployments.Get(ctx, mfcli.MemberControllerName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, flags...)
+	_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func(g Gomega) {
+		d, err := deployments.Get(ctx, mfcli.MemberControllerName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(*d.Spec.Replicas))
+		g.Expect(d.Status.ReadyReplicas).To(Equal(*d.Spec.Replicas))
+		g.Expect(d.Status.Replicas).To(Equal(*d.Spec.Replicas))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 func pollUntil(ctx context.Context, within time.Duration, done func() bool) error {
