@@ -119,7 +119,7 @@ bench-failover: deps test-tools ## Time failover (kill -9, frozen primary) and s
 
 .PHONY: bench-docs
 bench-docs: ## Regenerate the tables of docs/benchmarks.md from bench/results/*.json (go test ./bench checks them).
-	go run ./bench -docs docs/benchmarks.md
+	go run ./bench -docs docs/benchmarks.md -readme README.md
 
 BACKUP_FLAGS ?= -runs=3
 .PHONY: bench-backup
@@ -134,6 +134,15 @@ demo: deps test-tools ## The main job: local fleet, chart and manager on the hub
 	go build -o $(BIN)/fleet ./hack/fleet
 	go build -o $(BIN)/mysqlfleet ./cmd/mysqlfleet
 	$(BIN)/fleet up
+
+DEMO_RUN ?= warm
+.PHONY: demo-time
+demo-time: ## Time make demo from a stopped fleet under GNU time and record it in bench/results/demo-*.json (DEMO_RUN=cold on a machine where nothing was built yet); make bench-docs puts it in the README.
+	@command -v /usr/bin/time >/dev/null || { echo "demo-time needs GNU time (Debian's package time)"; exit 1; }
+	if [ -d .fleet ]; then $(MAKE) demo-down; fi
+	/usr/bin/time -v -o .demo-time.log $(MAKE) demo
+	go run ./bench -demo-record $(DEMO_RUN)=.demo-time.log -out bench/results
+	rm -f .demo-time.log
 
 .PHONY: demo-down
 demo-down: ## Stop the local fleet (every server and control plane) and remove its files.

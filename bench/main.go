@@ -97,10 +97,26 @@ func main() {
 	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
 	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3; 1 runs one unsharded replica twice), with memory per replica, a takeover and idle writes, and a PNG plot")
 	docs := fs.String("docs", "", "only rewrite the generated tables of this Markdown page (docs/benchmarks.md) from the JSON in -out, and run nothing")
+	readme := fs.String("readme", "", "only rewrite the generated sections of this README (the demo's times) from the JSON in -out, and run nothing")
+	demo := fs.String("demo-record", "", "only record a timed make demo: KIND=FILE, KIND cold or warm, FILE what /usr/bin/time -v printed (make demo-time)")
+	demoNote := fs.String("demo-note", "", "with -demo-record: what else the machine did during the run, when it was not idle")
 	_ = fs.Parse(os.Args[1:])
-	if *docs != "" {
-		if err := writeDocs(*docs, o.out); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: -docs: %v\n", err)
+	if *docs != "" || *readme != "" {
+		for page, sections := range map[string][]string{*docs: docSections, *readme: readmeSections} {
+			if page == "" {
+				continue
+			}
+			if err := writeDocs(page, o.out, sections); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n", page, err)
+				os.Exit(1)
+			}
+		}
+		return
+	}
+	if *demo != "" {
+		kind, file, _ := strings.Cut(*demo, "=")
+		if err := recordDemo(kind, file, *demoNote, o.out); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -demo-record: %v\n", err)
 			os.Exit(1)
 		}
 		return
