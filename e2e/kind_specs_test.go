@@ -80,11 +80,24 @@ var _ = Describe("The database on real Pods", Label(string(RealPods), string(Rep
 })
 
 var _ = Describe("The manager's Deployment", Label(string(RealPods), string(Replication)), func() {
-	It("hands over to the standby when the leader's Pod is deleted, and returns to two replicas", func(ctx SpecContext) {
-		leader, standby := leaderAndStandby(ctx)
+	// The deleted leader releases the Lease as it stops, so the standby, retrying every 500 ms, and the Pod that
+	// replaces the deleted one, trying as it starts, race for it: either may rightly win (seen: the replacement
+	// first, 0.7 s after the deletion). What must hold is that another running replica leads and that the fleet
+	// is managed from it.
+	It("hands the Lease to another replica when the leader's Pod is deleted, and returns to two replicas", func(ctx SpecContext) {
+		leader, _ := leaderAndStandby(ctx)
 		By("deleting the leader's Pod " + leader.Name())
 		Expect(hubClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: leader.Name()}})).To(Succeed())
-		Eventually(func() bool { return standby.IsLeader(ctx) }).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func(g Gomega) string {
+			rs, err := provider.Managers(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, r := range rs {
+				if r.Name() != leader.Name() && r.IsLeader(ctx) {
+					return r.Name()
+				}
+			}
+			return ""
+		}).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 		Eventually(func(g Gomega) {
 			var d appsv1.Deployment
 			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release}, &d)).To(Succeed())
