@@ -314,7 +314,7 @@ func serverPID(ctx context.Context, member, ns, name string) (string, string, er
 	if id == "" || pod.Spec.NodeName == "" {
 		return "", "", fmt.Errorf("pod %s has no running server container", name)
 	}
-	out, err := nodeExec(ctx, pod.Spec.NodeName, `for p in $(pgrep -x mariadbd); do grep -qs "`+id+`" /proc/$p/cgroup && echo $p; done`)
+	out, err := nodeExec(ctx, pod.Spec.NodeName, `for p in $(pgrep -x mariadbd); do grep -qs "`+id+`" /proc/$p/cgroup && echo $p; done; true`)
 	pids := strings.Fields(out)
 	if err != nil || len(pids) != 1 {
 		return "", "", fmt.Errorf("the server of %s in node %s: %v %q", name, pod.Spec.NodeName, err, out)
