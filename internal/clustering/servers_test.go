@@ -494,3 +494,55 @@ func TestFallenBackPrimaryIsReArmed(t *testing.T) {
 	g.Expect(f.status(0).SemiSync.AsyncCommits).To(BeEquivalentTo(1))
 	g.Expect(f.replicated(1, []int{1, 2})).To(BeEmpty())
 }
+
+// TestFormerPrimaryRejoinsAPrimaryRebuiltMeanwhile is two faults in a row as kind showed them: a server rebuilt
+// (seeded again, its binary log starting at the seed) becomes the primary while the previous primary, which was
+// a replica before its term, has to follow it. That one must resume from its own last write: the position it had
+// applied as a replica predates the rebuilt server's binary log, which refuses it (error 1236, "Could not find
+// GTID state requested by slave in any binlog files"), and the set would stay short of a replica for good.
+func TestFormerPrimaryRejoinsAPrimaryRebuiltMeanwhile(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	w := f.startWriter(1, f.primaryIndex)
+	w.waitAcks(50)
+	first := f.primaryIndex()
+	former := (first + 1) % 3 // a replica now, the primary next
+	rebuilt := (first + 2) % 3
+
+	f.desired.Primary = &former
+	f.converge()
+	g.Expect(f.decided(clustering.Switchover, first, former)).To(BeTrue(), "decisions %v", f.decisions)
+	w.waitAcks(50)
+
+	// The primary's binary logs no longer reach back to the start, so the rebuilt server is seeded from a dump
+	// and its own binary log starts there.
+	f.servers[former].PurgeBinaryLogs()
+	f.desired.Rebuild = []clustering.RebuildRequest{{Instance: rebuilt, ID: "r1"}}
+	f.until("the server rebuilt", func(p clustering.Plan) bool {
+		return slices.ContainsFunc(p.Steps, func(s clustering.Step) bool {
+			return s.Action == clustering.ActionRebuild && s.Instance == rebuilt
+		})
+	})
+	f.until("the rebuilt server back in sync", func(p clustering.Plan) bool {
+		return p.Decision.Kind == clustering.Steady && len(p.Report.InSync()) == 2
+	})
+	w.waitAcks(50)
+
+	f.desired.Primary = &rebuilt
+	f.converge()
+	g.Expect(f.decided(clustering.Switchover, former, rebuilt)).To(BeTrue(), "decisions %v", f.decisions)
+	w.waitAcks(50)
+	f.until("the former primary in sync with the rebuilt primary", func(p clustering.Plan) bool {
+		return p.Decision.Kind == clustering.Steady && slices.Contains(p.Report.InSync(), former) &&
+			len(p.Report.InSync()) == 2
+	})
+	w.Stop()
+	t.Logf("writer: %s", w)
+	g.Expect(f.missing(rebuilt, w.Acked())).To(BeEmpty())
+	f.waitReplicas(rebuilt)
+	for _, i := range []int{first, former} {
+		got, want := f.sameRows(i, rebuilt)
+		g.Expect(got).To(Equal(want), "server %d holds what the primary holds", i)
+	}
+}

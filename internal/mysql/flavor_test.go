@@ -339,11 +339,12 @@ func TestMariaDBFlavorStatements(t *testing.T) {
 			want: []string{"SET GLOBAL read_only = ON"},
 		},
 		{
-			name: "change master with GTID, from the applier's position",
+			name: "change master with GTID, from the current position (a former primary's own last write)",
 			run: func(ctx context.Context, db DB) error {
 				return f.ChangeSource(ctx, db, Source{Host: "db-0.db", Port: 3306, User: "repl", Password: "pw"})
 			},
 			want: []string{
+				"SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos",
 				"CHANGE MASTER TO MASTER_HOST = 'db-0.db', MASTER_PORT = 3306, MASTER_USER = 'repl', " +
 					"MASTER_PASSWORD = 'pw', MASTER_USE_GTID = slave_pos",
 			},

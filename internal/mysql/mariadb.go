@@ -14,7 +14,8 @@ import (
 //   - GTIDs are domain-server-sequence and the server keeps positions, not sets (see GTIDSet). The executed
 //     set is @@gtid_binlog_state ∪ @@gtid_slave_pos; with log_slave_updates (a boot option) the binlog state
 //     holds everything the server applied. What a replica has received is Gtid_IO_Pos.
-//   - A replica follows its source with CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos and START SLAVE.
+//   - A replica follows its source with CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos and START SLAVE, from
+//     gtid_slave_pos set to gtid_current_pos first (ChangeSource).
 //   - Read-only: MariaDB has no super_read_only. read_only stops every client that lacks READ_ONLY ADMIN, and
 //     changing read_only requires READ_ONLY ADMIN, so the admin user holds it and could write on a read-only
 //     server; ALL PRIVILEGES includes it too (root writing on a read-only replica makes an errant transaction).
@@ -172,13 +173,23 @@ func (MariaDBFlavor) SetReadOnly(ctx context.Context, db DB, on bool) error {
 	return nil
 }
 
-// ChangeSource resumes from gtid_slave_pos, the last transaction the applier applied. Whether the receiver
-// skips events that carry its own server_id depends on the engine and on semi-sync (see render.ServerIDScript),
-// so no guarantee rests on it: every data directory has a server_id of its own, unique across the whole
-// replicated set, members of other clusters included, and a server never receives another's transactions
-// under its own server_id. Check a former primary for errant transactions before you re-point it: with
-// gtid_strict_mode its replication stops at the first divergence.
+// ChangeSource resumes from gtid_current_pos: first it sets gtid_slave_pos to it, then CHANGE MASTER ...
+// MASTER_USE_GTID = slave_pos. gtid_slave_pos alone is the last transaction the applier applied, which on a
+// former primary is where it stood before its term, older than its own writes: a source whose binary log no
+// longer reaches back that far (purged, or a server seeded since) refuses it with error 1236 ("Could not find
+// GTID state requested by slave in any binlog files"), seen on kind when a primary cut off by the network came
+// back to a primary that had been rebuilt in the fault before. gtid_current_pos takes, per domain, the server's
+// own last write when it is newer than what it applied, and equals gtid_slave_pos on a server that only ever
+// applied. Whether the receiver skips events that carry its own server_id depends on the engine and on
+// semi-sync (see render.ServerIDScript), so no guarantee rests on it: every data directory has a server_id of
+// its own, unique across the whole replicated set, members of other clusters included, and a server never
+// receives another's transactions under its own server_id. Check a former primary for errant transactions
+// before you re-point it: its current position then names a transaction the source does not have, which the
+// source refuses, and with gtid_strict_mode replication stops at the first divergence.
 func (MariaDBFlavor) ChangeSource(ctx context.Context, db DB, src Source) error {
+	if err := db.Exec(ctx, "SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos"); err != nil {
+		return fmt.Errorf("failed to resume from the current GTID position: %w", err)
+	}
 	stmt := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %d, MASTER_USER = %s, "+
 		"MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
 		quoteString(src.Host), src.Port, quoteString(src.User), quoteString(src.Password))
