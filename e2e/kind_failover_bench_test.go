@@ -115,11 +115,12 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 			}
 			writeKindResults(res)
 		}()
+		var tables []string
 		for i := 1; i <= runs; i++ {
 			for _, f := range benchFaults {
 				r := failover.Run{Kind: f.name, Index: i, Load1: machine.LoadAverage()[0]}
 				b := &benchRun{member: member, c: c, key: key, table: fmt.Sprintf("orders.%s_%d", strings.ReplaceAll(f.name, "-", "_"), i)}
-				err := b.run(ctx, f.name, &r)
+				err := b.run(ctx, f.name, &r, &tables)
 				if err != nil {
 					r.Error = err.Error()
 				}
@@ -157,7 +158,7 @@ func (b *benchRun) whole(mr *v1alpha1.MemberReplication) bool {
 		len(mr.Unreachable) == 0 && mr.WritesBlocked == "" && (mr.RequestedPrimary == "" || mr.RequestedPrimary == mr.Primary)
 }
 
-func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run) error {
+func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, tables *[]string) error {
 	// A whole set to start from: the previous run healed it, or this run fails before its fault.
 	var mr *v1alpha1.MemberReplication
 	if err := pollUntil(ctx, benchHeal, func() bool { mr = b.replication(ctx); return b.whole(mr) }); err != nil {
@@ -170,6 +171,7 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run) error
 		"CREATE TABLE "+b.table+" (id BIGINT PRIMARY KEY); SELECT 1"); err != nil {
 		return err
 	}
+	*tables = append(*tables, b.table)
 	writer := startClient(ctx, b.member, b.key, "bench-writer", b.c.PrimaryServiceName(), b.c.Spec.User, v1alpha1.PasswordKey,
 		b.table, failover.WriterScript(benchConnections))
 	defer deleteClient(ctx, b.member, b.key.Namespace, writer)
@@ -288,6 +290,35 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run) error
 	r.FullRedundancySeconds = unixNow() - t0
 	if mr.LastTransition != nil {
 		r.Transition = mr.LastTransition.Kind + " " + mr.LastTransition.From + " → " + mr.LastTransition.To
+	}
+	return b.sameEverywhere(ctx, *tables)
+}
+
+// sameEverywhere checks that every server of the whole set holds the same rows in every table the bench wrote
+// so far (CHECKSUM TABLE, read as root from each Pod): a server rebuilt or rejoined in an earlier run must hold
+// that run's writes too. Replicas in sync may still be applying the last writes, so it waits up to a minute.
+func (b *benchRun) sameEverywhere(ctx context.Context, tables []string) error {
+	var sums []string
+	err := pollUntil(ctx, time.Minute, func() bool {
+		sums = sums[:0]
+		for i := range b.c.Spec.Replicas {
+			pod := fmt.Sprintf("%s-%d", b.c.Name, i)
+			out, err := querySQL(ctx, b.member, b.key, pod+"."+b.c.HeadlessServiceName(), "root", v1alpha1.RootPasswordKey,
+				"CHECKSUM TABLE "+strings.Join(tables, ", ")+" EXTENDED")
+			if err != nil {
+				out = err.Error()
+			}
+			sums = append(sums, pod+": "+strings.Join(strings.Fields(out), " "))
+		}
+		for _, s := range sums[1:] {
+			if _, a, _ := strings.Cut(s, ": "); a != strings.SplitN(sums[0], ": ", 2)[1] {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("the servers hold different rows: %s", strings.Join(sums, "; "))
 	}
 	return nil
 }
