@@ -724,9 +724,12 @@ func (recs *records) kindSection(b *strings.Builder) {
 					whole = append(whole, run.FullRedundancySeconds)
 				}
 			}
-			met := "missed"
+			met, span := "missed", fmt.Sprintf("%.2f – %.2f s", f.MinSeconds, f.MaxSeconds)
 			if f.Met {
 				met = "met"
+			}
+			if f.Completed == 0 {
+				met, span = "no run completed", "–"
 			}
 			kind := f.Runs[0].Kind
 			wholeCell, localCell := "–", "–"
@@ -739,8 +742,7 @@ func (recs *records) kindSection(b *strings.Builder) {
 			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), timingFlags(r.ControllerArgs), fmt.Sprint(r.Nodes),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), kind,
 				fmt.Sprintf("%d of %d", f.Completed, len(f.Runs)), "**" + sec(f.MedianSeconds) + "**",
-				fmt.Sprintf("%.2f – %.2f s", f.MinSeconds, f.MaxSeconds), fmt.Sprintf("≤ %g s: %s", f.TargetSeconds, met),
-				localCell, wholeCell, fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
+				span, fmt.Sprintf("≤ %g s: %s", f.TargetSeconds, met), localCell, wholeCell, fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
 		}
 	}
 	table(b, []string{"run", "tree", "member controller", "nodes", "load at start, end", "fault", "runs completed", "median", "min – max",
