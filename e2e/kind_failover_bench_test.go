@@ -263,12 +263,16 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 
 	// Every acknowledged write is on the new primary, read as root from its own Pod.
 	out, err := querySQL(ctx, b.member, b.key, r.To+"."+b.c.HeadlessServiceName(), "root", v1alpha1.RootPasswordKey,
-		"SELECT id FROM "+b.table)
+		"SELECT COUNT(*) FROM "+b.table+"; SELECT id FROM "+b.table)
 	if err != nil {
 		return err
 	}
+	rows := strings.Fields(out)
+	if n, err := strconv.Atoi(rows[0]); err != nil || n != len(rows)-1 {
+		return fmt.Errorf("read %d ids of %s's %s rows: an incomplete read, not a verdict", len(rows)-1, r.To, rows[0])
+	}
 	have := map[int64]bool{}
-	for _, f := range strings.Fields(out) {
+	for _, f := range rows[1:] {
 		id, _ := strconv.ParseInt(f, 10, 64)
 		have[id] = true
 	}

@@ -129,14 +129,32 @@ func querySQL(ctx context.Context, member string, key client.ObjectKey, host, us
 until "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=2 -e "SELECT 1" >/dev/null 2>&1; do
   i=$((i + 1)); [ "$i" -lt 30 ] || break; sleep 1
 done
-exec "$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"`)
+"$client" --host="$HOST" --user="$DB_USER" --connect-timeout=5 --batch --skip-column-names -e "$SQL"
+rc=$?
+echo "`+sqlEnd+`"
+exit $rc`)
 	defer deleteClient(ctx, member, key.Namespace, name)
 	logs, phase := waitClient(ctx, member, key.Namespace, name, 3*time.Minute)
 	if phase != corev1.PodSucceeded {
 		return "", fmt.Errorf("the client in %s said: %s", member, logs)
 	}
-	return strings.TrimSpace(logs), nil
+	// The Pod can read Succeeded before the last of its output is in its log (seen on kind: the end of an
+	// 8,901-row result missing at the first read), so the log is read again until it holds the end marker.
+	for i := 0; !strings.Contains(logs, sqlEnd) && i < 30; i++ {
+		time.Sleep(time.Second)
+		if l, err := clientLogs(ctx, member, key.Namespace, name); err == nil {
+			logs = l
+		}
+	}
+	out, complete := strings.CutSuffix(strings.TrimSpace(logs), sqlEnd)
+	if !complete {
+		return "", fmt.Errorf("the client's output in %s has no end after 30 s: %s", member, logs)
+	}
+	return strings.TrimSpace(out), nil
 }
+
+// sqlEnd ends a SQL client Pod's output, so that a log read before the output is all there is told from a whole one.
+const sqlEnd = "-- mysqlfleet: end of output --"
 
 // startClient starts a Pod of the database image in the member that runs script with sh, the variables HOST,
 // DB_USER, SQL and MYSQL_PWD (the password under passwordKey in the MySQLCluster's credentials Secret) set, and
