@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,8 +132,8 @@ func (p *kindProvider) Join(ctx context.Context, m *Cluster, cli string) error {
 			last = err.Error()
 			return false, nil
 		}
-		last = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, ptr.Deref(d.Spec.Replicas, 1))
-		return d.Status.ReadyReplicas == ptr.Deref(d.Spec.Replicas, 1) && d.Status.UpdatedReplicas == d.Status.ReadyReplicas, nil
+		last = rollout(d)
+		return last == "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("the member controller of %s does not run: %s: %w", m.Name, last, err)
@@ -156,7 +157,7 @@ func (p *kindProvider) InstallManager(ctx context.Context, chartDir, _ string) e
 	// Both replicas running, and one of them leading.
 	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := p.hubCS.AppsV1().Deployments(namespace).Get(ctx, release, metav1.GetOptions{})
-		if err != nil || d.Status.ReadyReplicas != 2 || d.Status.UpdatedReplicas != 2 {
+		if err != nil || ptr.Deref(d.Spec.Replicas, 1) != 2 || rollout(d) != "" {
 			return false, nil
 		}
 		rs, err := p.Managers(ctx)
@@ -200,6 +201,18 @@ func (p *kindProvider) Down() error {
 		return nil
 	}
 	return kindfleet.Down(p.options())
+}
+
+// rollout says what a Deployment's rollout still waits for, "" once done: its controller has seen the latest
+// spec and every replica it asks for runs that spec and is ready, none of an older one left.
+func rollout(d *appsv1.Deployment) string {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != want || d.Status.ReadyReplicas != want ||
+		d.Status.Replicas != want {
+		return fmt.Sprintf("generation %d observed %d; %d of %d replicas updated, %d ready, %d in all", d.Generation,
+			d.Status.ObservedGeneration, d.Status.UpdatedReplicas, want, d.Status.ReadyReplicas, d.Status.Replicas)
+	}
+	return ""
 }
 
 // podReplica is a manager replica as a Pod of the chart's Deployment.

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -222,14 +223,18 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 			return fmt.Errorf("the node's clock: %q", out)
 		}
 		if then != "" {
-			release := func() error {
+			undo = func() error {
 				if out, err := nodeExec(context.WithoutCancel(ctx), node, then); err != nil {
 					return fmt.Errorf("%s on %s: %w: %s", then, node, err, out)
 				}
 				return nil
 			}
-			undo = release
-			defer func() { _ = release() }() // released on every path; a second release fails harmlessly
+			// Released on every path: here unless the run released it itself (undo then nil).
+			defer func() {
+				if undo != nil {
+					_ = undo()
+				}
+			}()
 		}
 	}
 
@@ -288,9 +293,9 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 // so far (CHECKSUM TABLE, read as root from each Pod): a server rebuilt or rejoined in an earlier run must hold
 // that run's writes too. Replicas in sync may still be applying the last writes, so it waits up to a minute.
 func (b *benchRun) sameEverywhere(ctx context.Context, tables []string) error {
-	var sums []string
+	var sums, seen []string // each server's checksums, and each as "pod: checksums" for the message
 	err := pollUntil(ctx, time.Minute, func() bool {
-		sums = sums[:0]
+		sums, seen = sums[:0], seen[:0]
 		for i := range b.c.Spec.Replicas {
 			pod := fmt.Sprintf("%s-%d", b.c.Name, i)
 			out, err := querySQL(ctx, b.member, b.key, pod+"."+b.c.HeadlessServiceName(), "root", v1alpha1.RootPasswordKey,
@@ -298,17 +303,13 @@ func (b *benchRun) sameEverywhere(ctx context.Context, tables []string) error {
 			if err != nil {
 				out = err.Error()
 			}
-			sums = append(sums, pod+": "+strings.Join(strings.Fields(out), " "))
+			sums = append(sums, strings.Join(strings.Fields(out), " "))
+			seen = append(seen, pod+": "+sums[i])
 		}
-		for _, s := range sums[1:] {
-			if _, a, _ := strings.Cut(s, ": "); a != strings.SplitN(sums[0], ": ", 2)[1] {
-				return false
-			}
-		}
-		return true
+		return len(slices.Compact(slices.Clone(sums))) == 1
 	})
 	if err != nil {
-		return fmt.Errorf("the servers hold different rows: %s", strings.Join(sums, "; "))
+		return fmt.Errorf("the servers hold different rows: %s", strings.Join(seen, "; "))
 	}
 	return nil
 }
@@ -393,29 +394,16 @@ func setMemberControllerFlags(ctx context.Context, member string, flags []string
 	d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, flags...)
 	_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	Eventually(func(g Gomega) {
+	Eventually(func(g Gomega) string {
 		d, err := deployments.Get(ctx, mfcli.MemberControllerName, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-		g.Expect(d.Status.UpdatedReplicas).To(Equal(*d.Spec.Replicas))
-		g.Expect(d.Status.ReadyReplicas).To(Equal(*d.Spec.Replicas))
-		g.Expect(d.Status.Replicas).To(Equal(*d.Spec.Replicas))
-	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		return rollout(d)
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeEmpty())
 }
 
+// pollUntil asks done every second until it holds, for at most within.
 func pollUntil(ctx context.Context, within time.Duration, done func() bool) error {
-	deadline := time.Now().Add(within)
-	for !done() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", within)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-	return nil
+	return wait.PollUntilContextTimeout(ctx, time.Second, within, true, func(context.Context) (bool, error) { return done(), nil })
 }
 
 func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
