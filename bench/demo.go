@@ -131,7 +131,7 @@ func (recs *records) demoSection(b *strings.Builder) {
 		b.WriteString("No timed run is recorded (`make demo-time`).\n")
 		return
 	}
-	b.WriteString("Timed on this project's machine (2 shared cores), from `bench/results/demo-*.json` (`make demo-time`):")
+	var runs []string
 	for _, r := range []*DemoResults{cold, warm} {
 		if r == nil {
 			continue
@@ -144,15 +144,13 @@ func (recs *records) demoSection(b *strings.Builder) {
 		if t, err := time.Parse("20060102T150405Z", r.Timestamp); err == nil {
 			day = t.Format("2006-01-02")
 		}
-		fmt.Fprintf(b, " %s took **%s** (%s)", what, minutes(r.Seconds), day)
+		run := fmt.Sprintf("%s took **%s** on %d cores (%s)", what, minutes(r.Seconds), r.Host.Cores, day)
 		if r.Note != "" {
-			fmt.Fprintf(b, ", %s", r.Note)
+			run += ", " + r.Note
 		}
-		b.WriteString(";")
+		runs = append(runs, run)
 	}
-	s := strings.TrimSuffix(b.String(), ";") + ".\n"
-	b.Reset()
-	b.WriteString(s)
+	fmt.Fprintf(b, "Timed from `bench/results/demo-*.json` (`make demo-time`): %s.\n", strings.Join(runs, "; "))
 }
 
 func minutes(s float64) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/bench/backup"
 	"github.com/mysqlfleet/mysqlfleet/bench/failover"
+	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 )
 
 // The tables of docs/benchmarks.md are generated from the JSON the benchmarks record in bench/results, so that no
@@ -768,6 +769,25 @@ func timingFlags(args []string) string {
 	return strings.Join(extra, " ")
 }
 
+// mariadbVersion is the version in `mariadbd --version`'s line ("mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for
+// ..." → "10.11.14"), or the line as it is when it reads otherwise.
+func mariadbVersion(line string) string {
+	if f := strings.Fields(line); len(f) >= 3 {
+		v, _, _ := strings.Cut(f[2], "-")
+		return v
+	}
+	return line
+}
+
+// backupTreeCheck says how the check for changes of a backup run looked: runs recorded before bench/machine's
+// Commit ignored untracked files, and they lack WholeTree.
+func backupTreeCheck(h machine.Host) string {
+	if h.WholeTree {
+		return ""
+	}
+	return "(untracked files not checked)"
+}
+
 func (recs *records) backupSection(b *strings.Builder) {
 	b.WriteString("Every run, oldest first: medians over the run's rounds, and each round's runner / pipe.\n\n")
 	var rows [][]string
@@ -779,10 +799,7 @@ func (recs *records) backupSection(b *strings.Builder) {
 			dump = fmt.Sprintf("%.2f GiB", gib(run.RunnerBackup.DumpBytes))
 			stored = fmt.Sprintf("%.0f / %.0f MiB", float64(run.RunnerBackup.StoredBytes)/mib, float64(run.PlainBackup.StoredBytes)/mib)
 		}
-		server := r.Host.MariaDB
-		if f := strings.Fields(server); len(f) >= 3 {
-			server, _, _ = strings.Cut(f[2], "-")
-		}
+		server := mariadbVersion(r.Host.MariaDB)
 		for _, s := range []struct {
 			name string
 			s    backup.Summary
@@ -795,7 +812,7 @@ func (recs *records) backupSection(b *strings.Builder) {
 			if s.s.Met {
 				met = "met"
 			}
-			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, "(untracked files not checked)"),
+			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, backupTreeCheck(r.Host)),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), server + ", " + r.Host.Gzip,
 				fmt.Sprintf("%d tables, %s rows, %.2f GiB on disk", r.Database.Tables, thousands(r.Database.Rows), gib(r.Database.OnDiskBytes)),
 				dump, stored, s.name, fmt.Sprintf("%.1f s (%.1f MiB/s)", s.s.PlainMedianSeconds, s.s.PlainMiBps),
@@ -820,10 +837,7 @@ func (recs *records) physicalSection(b *strings.Builder) {
 			stream = fmt.Sprintf("%.2f GiB", gib(run.RunnerBackup.StreamBytes))
 			stored = fmt.Sprintf("%.0f / %.0f MiB", float64(run.RunnerBackup.StoredBytes)/mib, float64(run.HandBackup.StoredBytes)/mib)
 		}
-		server := r.Host.MariaDB
-		if f := strings.Fields(server); len(f) >= 3 {
-			server, _, _ = strings.Cut(f[2], "-")
-		}
+		server := mariadbVersion(r.Host.MariaDB)
 		for _, s := range []struct {
 			name  string
 			s     backup.PhysicalSummary
@@ -836,7 +850,7 @@ func (recs *records) physicalSection(b *strings.Builder) {
 			for _, p := range s.s.PairedRatios {
 				paired = append(paired, fmt.Sprintf("%.2f", p))
 			}
-			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, "(untracked files not checked)"),
+			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, backupTreeCheck(r.Host)),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), server + ", " + zstdVersion(r.Zstd),
 				fmt.Sprintf("%d tables, %s rows, %.2f GiB on disk", r.Database.Tables, thousands(r.Database.Rows), gib(r.Database.OnDiskBytes)),
 				stream, stored, fmt.Sprintf("%.0f ms, %s", r.RunnerLogCopyIntervalMs, r.RunnerZstdLevel), s.name,
