@@ -316,19 +316,33 @@ func TestSwitchoverBothWays(t *testing.T) {
 		g.Expect(plan.Report.Primary).To(Equal(to))
 		g.Expect(f.status(from).ReadOnly).To(BeTrue())
 		w.waitAcks(100)
-		f.until("both replicas in sync, the old primary among them", func(p clustering.Plan) bool {
-			return p.Decision.Kind == clustering.Steady && slices.Contains(p.Report.InSync(), from) &&
-				len(p.Report.InSync()) == 2
-		})
+		f.untilInSync("both replicas in sync, the old primary among them", from)
 	}
 	w.Stop()
 	t.Logf("writer: %s", w)
-	acked := w.Acked()
-	g.Expect(f.missing(0, acked)).To(BeEmpty())
-	f.waitReplicas(0)
-	for i := 1; i < 3; i++ {
-		got, want := f.sameRows(i, 0)
-		g.Expect(got).To(Equal(want))
+	f.expectEverywhere(g, 0, w.Acked())
+}
+
+// untilInSync runs passes until a steady one has both replicas of a set of three in sync, i among them.
+func (f *fleet) untilInSync(what string, i int) {
+	f.t.Helper()
+	f.until(what, func(p clustering.Plan) bool {
+		return p.Decision.Kind == clustering.Steady && slices.Contains(p.Report.InSync(), i) && len(p.Report.InSync()) == 2
+	})
+}
+
+// expectEverywhere checks that every acknowledged write is on primary and, once every other server has applied
+// what primary has, that each holds exactly primary's rows.
+func (f *fleet) expectEverywhere(g Gomega, primary int, acked []int) {
+	f.t.Helper()
+	g.Expect(f.missing(primary, acked)).To(BeEmpty())
+	f.waitReplicas(primary)
+	for i := range f.servers {
+		if i == primary {
+			continue
+		}
+		got, want := f.sameRows(i, primary)
+		g.Expect(got).To(Equal(want), "server %d holds what the primary holds", i)
 	}
 }
 
@@ -533,16 +547,8 @@ func TestFormerPrimaryRejoinsAPrimaryRebuiltMeanwhile(t *testing.T) {
 	f.converge()
 	g.Expect(f.decided(clustering.Switchover, former, rebuilt)).To(BeTrue(), "decisions %v", f.decisions)
 	w.waitAcks(50)
-	f.until("the former primary in sync with the rebuilt primary", func(p clustering.Plan) bool {
-		return p.Decision.Kind == clustering.Steady && slices.Contains(p.Report.InSync(), former) &&
-			len(p.Report.InSync()) == 2
-	})
+	f.untilInSync("the former primary in sync with the rebuilt primary", former)
 	w.Stop()
 	t.Logf("writer: %s", w)
-	g.Expect(f.missing(rebuilt, w.Acked())).To(BeEmpty())
-	f.waitReplicas(rebuilt)
-	for _, i := range []int{first, former} {
-		got, want := f.sameRows(i, rebuilt)
-		g.Expect(got).To(Equal(want), "server %d holds what the primary holds", i)
-	}
+	f.expectEverywhere(g, rebuilt, w.Acked())
 }
