@@ -315,8 +315,8 @@ func (b *benchRun) sameEverywhere(ctx context.Context, tables []string) error {
 }
 
 // missingOn is the ids of acked that pod's server lacks in the run's table. The server computes them, a chunk of
-// ids at a time: a client Pod's log does not carry a large result whole (on kind an 8,760-row SELECT came back
-// cut after about 8,400 rows, its end never arriving), so only the missing ids come back.
+// ids at a time: a client Pod's log does not carry a large result whole (see querySQL), so only the missing ids
+// come back.
 func (b *benchRun) missingOn(ctx context.Context, pod string, acked []int64) ([]int64, error) {
 	const chunk = 4000 // ids per statement: about 30 KB of SQL in the client Pod's environment
 	var lost []int64
