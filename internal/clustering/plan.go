@@ -43,7 +43,7 @@ type Ops interface {
 	// pass, until i has executed something; it must then do nothing more than report how the work goes.
 	Seed(ctx context.Context, i, source int) error
 	// Rebuild empties instance i, fenced and read-only, so that it is seeded again (mysql.Server.Empty): it
-	// refuses if i has executed anything but executed, the set the plan was decided from.
+	// refuses if i has executed anything but executed, the set the plan was decided from (nil: see Step).
 	Rebuild(ctx context.Context, i int, executed mysql.GTIDSet) error
 }
 
@@ -77,8 +77,10 @@ type Step struct {
 	Timeout time.Duration
 	// Record is for ActionSaveRecord.
 	Record Record
-	// Executed is what the instance of an ActionRebuild had executed when the plan was decided, Discarded what
-	// of it the primary lacks, and Request the id of the rebuild request it carries out ("" for none).
+	// Executed is what the instance of an ActionRebuild had executed when the plan was decided (nil when all
+	// of it was on the primary and the instance received only from the primary: it is emptied whatever it
+	// applied meanwhile), Discarded what of it the primary lacks, and Request the id of the rebuild request it
+	// carries out ("" for none).
 	Executed, Discarded mysql.GTIDSet
 	Request             string
 	// Why is the reason for the step, for logs. It is not part of String.

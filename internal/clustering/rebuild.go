@@ -78,7 +78,13 @@ func (e *engine) rebuilds() rebuildPlan {
 				p.requested = append(p.requested, id) // nothing to empty
 				continue
 			}
-			p.steps = append(p.steps, Step{Action: ActionRebuild, Instance: i, Executed: st.Executed,
+			executed := st.Executed
+			if discard.IsEmpty() && e.receivesOnlyFromPrimary(i) {
+				// All it holds is on the primary, and all it can still receive comes from it: a live replica
+				// goes on applying between this read and the rebuild, and none of that may stop the rebuild.
+				executed = nil
+			}
+			p.steps = append(p.steps, Step{Action: ActionRebuild, Instance: i, Executed: executed,
 				Discarded: discard, Request: id, Why: fmt.Sprintf("rebuild of instance %d requested (%s)", i, id)})
 			p.requested = append(p.requested, id)
 			continue
@@ -99,6 +105,13 @@ func (e *engine) rebuilds() rebuildPlan {
 		}
 	}
 	return p
+}
+
+// receivesOnlyFromPrimary tells whether instance i replicates from nothing or from the primary's address: the
+// only transactions it can execute, read-only as every instance but the primary is, are then the primary's.
+func (e *engine) receivesOnlyFromPrimary(i int) bool {
+	r, a := e.status(i).Replica, e.d.Addresses[e.p]
+	return r == nil || (strings.EqualFold(r.SourceHost, a.Host) && r.SourcePort == a.Port)
 }
 
 // rebuildable says whether errant instance i can be emptied without losing an acknowledged commit (see the

@@ -182,3 +182,30 @@ func TestUnacknowledgedTermIsRecorded(t *testing.T) {
 	g.Expect(plan.Steps).To(BeEmpty())
 	_ = mysql.MariaDB
 }
+
+// A requested rebuild pins the executed set it empties only where the instance could hold or receive something
+// the primary lacks: a live replica of the primary goes on applying between the decision and the rebuild, and
+// pinning its set would refuse the rebuild for as long as the primary is written to.
+func TestRequestedRebuildPinsWhatMayNotBeThePrimarys(t *testing.T) {
+	const history = "0-1-10,0-2-50"
+	primary := md.primary(1, history)
+	executedOf := func(o clustering.Observation) string {
+		plan := clustering.Decide(desired(3, rebuildRequest(2, "r1")), record(1), observe(md.replica(0, 1, history), primary, o))
+		for _, s := range plan.Steps {
+			if s.Action == clustering.ActionRebuild && s.Instance == 2 {
+				if s.Executed == nil {
+					return "any"
+				}
+				return s.Executed.String()
+			}
+		}
+		t.Fatalf("no rebuild of instance 2 in %v", plan.Steps)
+		return ""
+	}
+	g := NewWithT(t)
+	g.Expect(executedOf(md.replica(2, 1, history))).To(Equal("any"), "a replica of the primary")
+	g.Expect(executedOf(md.build(2, "0-1-10", nil))).To(Equal("any"), "a server that replicates from nothing")
+	g.Expect(executedOf(md.replica(2, 0, history))).To(Equal(history), "a replica of another instance")
+	g.Expect(executedOf(md.build(2, history+",0-3-4", nil))).To(Equal(history+",0-3-4"),
+		"a server holding transactions the primary lacks")
+}

@@ -19,7 +19,8 @@ var systemSchemas = map[string]bool{"mysql": true, "information_schema": true, "
 // in mysql stay), forgets every transaction it executed (its binary logs and GTID state), all out of the binary
 // log, and then runs the statements of init (the rendered init script, mysql.InitScript: the databases and
 // accounts every server creates for itself; "" for none). It refuses a writable server, and one whose executed
-// set is not expect (ErrChanged): only what was judged is discarded. Run it as root, whose privileges the drops
+// set, read once its replication has stopped, is not expect (ErrChanged): only what was judged is discarded.
+// A nil expect empties it whatever it executed: for a caller that knows all of it is held elsewhere. Run it as root, whose privileges the drops
 // and resets need. The server's server_id stays: replaying the binary logs that hold its own former
 // transactions would skip them (see the engine's seeding), so an emptied server is seeded from a dump.
 //
@@ -33,11 +34,18 @@ func (s *Server) Empty(ctx context.Context, expect GTIDSet, init string) error {
 	if !info.ReadOnly && !info.SuperReadOnly {
 		return errors.New("the server is writable: only a fenced server is emptied")
 	}
-	if expect != nil && !sameSet(info.Executed, expect) {
-		return fmt.Errorf("%w: it has executed %s, not %s", ErrChanged, info.Executed, expect)
-	}
+	// Replication stops before the executed set is compared: a replica that was still applying is then
+	// refused once and found unchanged the next time, instead of racing its source for ever.
 	if err := f.StopReplica(ctx, db); err != nil {
 		return err
+	}
+	if expect != nil {
+		if info, err = f.ServerInfo(ctx, db); err != nil {
+			return err
+		}
+		if !sameSet(info.Executed, expect) {
+			return fmt.Errorf("%w: it has executed %s, not %s", ErrChanged, info.Executed, expect)
+		}
 	}
 	if err := f.ResetReplica(ctx, db); err != nil {
 		return err

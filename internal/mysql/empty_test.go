@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -82,4 +83,64 @@ func TestInitStatements(t *testing.T) {
 	g.Expect(stmts[0]).To(Equal("SET SESSION sql_log_bin = 0"))
 	g.Expect(stmts).To(ContainElement("CREATE DATABASE IF NOT EXISTS `shop`"))
 	g.Expect(stmts).To(ContainElement("CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY 'p;w'"))
+}
+
+// A replica still applying its source's writes is refused against the set read before, but replication stops
+// first: read again, its set holds still, and Empty with it succeeds while the source is still written to.
+func TestEmptyStopsReplicationBeforeComparing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	servers := mysqltest.StartN(t, 2)
+	src, rep := servers[0].OpenRoot(), servers[1]
+	t.Cleanup(func() { _ = src.Close() })
+	for _, q := range []string{"SET GLOBAL read_only = OFF", "CREATE DATABASE shop",
+		"CREATE TABLE shop.orders (id INT AUTO_INCREMENT PRIMARY KEY)"} {
+		_, err := src.Exec(q)
+		g.Expect(err).NotTo(HaveOccurred(), q)
+	}
+	flavor := mysql.MariaDBFlavor{}
+	srv, err := mysql.Open(flavor, rep.RootDSN())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = srv.Close() })
+	g.Expect(srv.StartReplicaOf(ctx, mysql.Source{Host: servers[0].Host, Port: servers[0].Port, User: "root"})).To(Succeed())
+
+	stop := make(chan struct{})
+	writing := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				writing <- nil
+				return
+			default:
+			}
+			if _, err := src.Exec("INSERT INTO shop.orders () VALUES ()"); err != nil {
+				writing <- err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); g.Expect(<-writing).To(Succeed()) })
+	g.Eventually(func() bool {
+		st, err := srv.Status(ctx)
+		return err == nil && st.Replica != nil && st.Replica.Running() && !st.Executed.IsEmpty()
+	}, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "the replica applies the source's writes")
+
+	before, err := srv.ExecutedGTIDSet(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() mysql.GTIDSet {
+		now, err := srv.ExecutedGTIDSet(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		return now
+	}, 30*time.Second, 50*time.Millisecond).ShouldNot(Equal(before), "still applying")
+	err = srv.Empty(ctx, before, "")
+	g.Expect(errors.Is(err, mysql.ErrChanged)).To(BeTrue(), "refused against the set read before: %v", err)
+
+	st, err := srv.Status(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Replica).NotTo(BeNil())
+	g.Expect(st.Replica.IOState).To(Equal("No"), "the refused Empty stopped the receiver")
+	g.Expect(st.Replica.SQLRunning).To(BeFalse(), "and the applier")
+	g.Expect(srv.Empty(ctx, st.Executed, "")).To(Succeed(), "the set it holds still, read after the stop")
+	g.Expect(srv.ExecutedGTIDSet(ctx)).To(Satisfy(mysql.GTIDSet.IsEmpty))
 }
