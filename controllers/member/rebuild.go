@@ -17,7 +17,8 @@ import (
 )
 
 // Rebuilds (clustering's ActionRebuild). The engine decides to rebuild an errant server when that provably
-// discards no acknowledged commit, or when a human asked (v1alpha1.RebuildAnnotation, which the hub copies from
+// discards no acknowledged commit, a replica that cannot catch up from the primary's binary logs and holds
+// nothing the primary lacks, or a server a human asked for (v1alpha1.RebuildAnnotation, which the hub copies from
 // the MySQLCluster to the StatefulSet). The controller empties the server in place, as root over the reserved
 // administrative port, behind the lease guard (mysql.Server.Empty): its databases dropped, its binary logs and
 // GTID state reset, the rendered init script run again, the volume and server_id kept. The next passes seed it

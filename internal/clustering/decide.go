@@ -514,7 +514,7 @@ func (e *engine) repair() {
 			e.held[i] = o.Seeding
 			continue
 		}
-		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) && e.fromBinlogs(i) {
+		if why := e.replicaProblem(i, e.p); why != "" && !e.starting(i, e.p) && e.fromBinlogs(i, &rebuilds) {
 			e.add(Step{Action: ActionReplicate, Instance: i, Source: e.p, Address: e.d.Addresses[e.p], Why: why})
 		}
 	}
@@ -538,11 +538,13 @@ func (e *engine) finishChange() {
 
 // fromBinlogs tells whether instance i, which is to be pointed at the primary, can get what it lacks from the
 // primary's binary logs by GTID auto-positioning (repointing discards its relay log: only what it executed
-// counts). If not, an instance that has executed nothing is seeded with a dump, and one that holds
-// transactions is left as it is and reported: loading a dump over it would destroy them. When the primary's
+// counts). If not, an instance that has executed nothing is seeded with a dump; one that holds transactions
+// is never seeded over: if all of them are on the primary it is rebuilt (emptied, then seeded by the next pass),
+// else it is left as it is and reported, for a human to rebuild. Rebuilds go with the pass's others, after
+// every other repair: a failed one stops the plan. When the primary's
 // purged set could not be read, an empty instance waits: pointed at a primary whose binary logs start after
 // the beginning of its history, MariaDB would replicate from there and silently leave out what came before.
-func (e *engine) fromBinlogs(i int) bool {
+func (e *engine) fromBinlogs(i int, rebuilds *rebuildPlan) bool {
 	st, po := e.status(i), e.obs[e.p]
 	empty := st.Executed == nil || st.Executed.IsEmpty()
 	switch {
@@ -567,9 +569,23 @@ func (e *engine) fromBinlogs(i int) bool {
 		e.add(Step{Action: ActionSeed, Instance: i, Source: src, Why: e.held[i]})
 		return false
 	}
-	e.held[i] = fmt.Sprintf("cannot catch up: the primary's binary logs no longer hold %s and instance %d, "+
-		"which has executed %s, lacks some of it; it holds transactions, so it is not seeded over: empty its "+
-		"volume to have it seeded", po.Purged, i, st.Executed)
+	extra := st.Executed.Subtract(e.status(e.p).Executed)
+	if !extra.IsEmpty() {
+		e.held[i] = fmt.Sprintf("cannot catch up: the primary's binary logs no longer hold %s and instance %d, "+
+			"which has executed %s, lacks some of it; it holds transactions the primary lacks, so it is not "+
+			"rebuilt: rebuild it by hand (mysqlfleet rebuild) to have it seeded", po.Purged, i, st.Executed)
+		return false
+	}
+	// Everything it holds is on the primary (read after it): emptying it discards nothing, and the next pass
+	// seeds it, as any empty server.
+	executed := st.Executed
+	if e.receivesOnlyFromPrimary(i) {
+		executed = nil
+	}
+	e.held[i] = fmt.Sprintf("rebuilt: the primary's binary logs no longer hold %s and instance %d, which has "+
+		"executed %s, lacks some of it; all it holds is on the primary", po.Purged, i, st.Executed)
+	rebuilds.steps = append(rebuilds.steps, Step{Action: ActionRebuild, Instance: i, Executed: executed,
+		Discarded: extra, Why: e.held[i]})
 	return false
 }
 

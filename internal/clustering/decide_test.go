@@ -412,13 +412,24 @@ func TestDecideSeeding(t *testing.T) {
 			want: expect{kind: clustering.Repair, steps: []string{"replicate 2 from 0"}, inSync: []int{1}},
 		},
 		{
-			name: "a replica holding transactions is reported, never seeded over, when it cannot catch up",
+			name: "a replica that cannot catch up and holds only the primary's transactions is rebuilt, never seeded over",
 			d:    desired(3), rec: record(0),
 			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
 				md.replica(2, 0, "0-1-3", receiverError(1236, "Could not find GTID state requested by slave"))),
+			want: expect{kind: clustering.Repair, steps: []string{"rebuild 2 discarding "}, inSync: []int{1},
+				roles: []clustering.Role{P, R, No},
+				instanceErrors: map[int]string{2: "rebuilt: the primary's binary logs no longer hold 0-1-5 " +
+					"and instance 2, which has executed 0-1-3, lacks some of it; all it holds is on the primary"}},
+		},
+		{
+			name: "a replica that cannot catch up and holds a transaction the primary lacks is reported, never emptied",
+			d:    desired(3), rec: record(0),
+			obs: observe(md.primary(0, "0-1-10", purged("0-1-5")), md.replica(1, 0, "0-1-10"),
+				md.replica(2, 0, "0-1-3,1-1-4", receiverError(1236, "Could not find GTID state requested by slave"))),
 			want: expect{kind: clustering.Steady, inSync: []int{1}, roles: []clustering.Role{P, R, No},
 				instanceErrors: map[int]string{2: "cannot catch up: the primary's binary logs no longer hold 0-1-5 " +
-					"and instance 2, which has executed 0-1-3, lacks some of it; it holds transactions, so it is not seeded over"}},
+					"and instance 2, which has executed 0-1-3,1-1-4, lacks some of it; it holds transactions the " +
+					"primary lacks, so it is not rebuilt"}},
 		},
 		{
 			name: "an empty replica waits while the primary's purged transactions cannot be read",

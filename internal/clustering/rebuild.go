@@ -12,7 +12,8 @@ import (
 // or serve them, so it is fenced (its receiver stopped, no role). It comes back to the set only by being
 // emptied (mysql.Server.Empty) and seeded again, which discards those transactions. The engine does that by
 // itself only when it can prove that none of them was acknowledged to a client (rebuildable), and when a human
-// asks (Desired.Rebuild), never on the primary.
+// asks (Desired.Rebuild), never on the primary. (A replica that is not errant but cannot catch up from the
+// primary's binary logs is rebuilt too when it holds nothing the primary lacks: see fromBinlogs.)
 //
 // The proof rests on semi-sync with AFTER_SYNC that never falls back: a commit returns to its client, and
 // becomes visible to other sessions, only once a replica has received it. A failover hears from enough

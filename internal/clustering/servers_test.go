@@ -552,3 +552,31 @@ func TestFormerPrimaryRejoinsAPrimaryRebuiltMeanwhile(t *testing.T) {
 	t.Logf("writer: %s", w)
 	f.expectEverywhere(g, rebuilt, w.Acked())
 }
+
+// A replica that stopped while the primary went on and then purged its binary logs cannot catch up by GTID
+// auto-positioning. All it holds is on the primary, so the controller empties it by itself and seeds it: the
+// set is whole again without a human, every acknowledged write on every server.
+func TestReplicaBehindPurgedBinaryLogsIsRebuiltAndSeeded(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	w := f.startWriter(1, f.primaryIndex)
+	w.waitAcks(50)
+	p := f.primaryIndex()
+	behind := (p + 1) % 3
+	g.Expect(f.admin[behind].StopReplica(context.Background())).To(Succeed())
+	w.waitAcks(100)
+	f.servers[p].PurgeBinaryLogs()
+	w.waitAcks(50)
+
+	f.until("the replica behind rebuilt", func(pl clustering.Plan) bool {
+		return slices.ContainsFunc(pl.Steps, func(s clustering.Step) bool {
+			return s.Action == clustering.ActionRebuild && s.Instance == behind
+		})
+	})
+	f.untilInSync("the rebuilt replica seeded and in sync", behind)
+	w.waitAcks(50)
+	w.Stop()
+	t.Logf("writer: %s", w)
+	f.expectEverywhere(g, p, w.Acked())
+}
