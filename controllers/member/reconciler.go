@@ -62,13 +62,16 @@ type Reconciler struct {
 type Timing struct {
 	// PollInterval is how soon a set whose pass changed nothing is looked at again. The servers' state changes
 	// without any Kubernetes event (a primary dies), so every set is polled; this bounds how long a dead primary
-	// goes unnoticed. Default 5s.
+	// goes unnoticed. Default 1s: a pass over an idle set is one status read of each server.
 	PollInterval time.Duration
 	// BusyInterval is how soon a set is looked at again after a pass that changed something or failed: the
-	// next pass checks the change or takes the next step (a failover takes two passes). Default 1s.
+	// next pass checks the change or takes the next step (a failover takes two passes). Default 500ms.
 	BusyInterval time.Duration
 	// StatusTimeout bounds the login and status read of one server; a server that takes longer is unreachable
-	// for that pass. Default 3s.
+	// for that pass. Default 2s. A primary that hangs is replaced after about poll/2 + 2 × StatusTimeout +
+	// BusyInterval + the failover's own work: these defaults bring a frozen or cut-off primary's replacement
+	// under 8 s on kind (docs/benchmarks.md, failover-kind), and one slow answer still never promotes anyone,
+	// since a primary counts as lost only after two passes failed to read it.
 	StatusTimeout time.Duration
 	// PassTimeout bounds one pass's work on the servers, switchover waits included. Default 2m.
 	PassTimeout time.Duration
@@ -85,9 +88,9 @@ func (t Timing) withDefaults() Timing {
 			*d = v
 		}
 	}
-	def(&t.PollInterval, 5*time.Second)
-	def(&t.BusyInterval, time.Second)
-	def(&t.StatusTimeout, 3*time.Second)
+	def(&t.PollInterval, time.Second)
+	def(&t.BusyInterval, 500*time.Millisecond)
+	def(&t.StatusTimeout, 2*time.Second)
 	def(&t.PassTimeout, 2*time.Minute)
 	def(&t.MaxLag, 10*time.Second)
 	def(&t.ReplicaConnectRetry, 10*time.Second)
