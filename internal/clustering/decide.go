@@ -578,14 +578,10 @@ func (e *engine) fromBinlogs(i int, rebuilds *rebuildPlan) bool {
 	}
 	// Everything it holds is on the primary (read after it): emptying it discards nothing, and the next pass
 	// seeds it, as any empty server.
-	executed := st.Executed
-	if e.receivesOnlyFromPrimary(i) {
-		executed = nil
-	}
 	e.held[i] = fmt.Sprintf("rebuilt: the primary's binary logs no longer hold %s and instance %d, which has "+
 		"executed %s, lacks some of it; all it holds is on the primary", po.Purged, i, st.Executed)
-	rebuilds.steps = append(rebuilds.steps, Step{Action: ActionRebuild, Instance: i, Executed: executed,
-		Discarded: extra, Why: e.held[i]})
+	rebuilds.steps = append(rebuilds.steps, Step{Action: ActionRebuild, Instance: i,
+		Executed: e.pinnedExecuted(i, extra), Discarded: extra, Why: e.held[i]})
 	return false
 }
 
@@ -723,7 +719,7 @@ func (e *engine) replicaProblem(i, src int) string {
 	switch {
 	case r == nil:
 		return fmt.Sprintf("instance %d does not replicate", i)
-	case !strings.EqualFold(r.SourceHost, a.Host) || r.SourcePort != a.Port:
+	case !replicatesFrom(r, a):
 		return fmt.Sprintf("instance %d replicates from %s:%d, not from the primary %d (%s)", i, r.SourceHost,
 			r.SourcePort, src, a)
 	case !r.Running():
@@ -741,8 +737,13 @@ func (e *engine) replicaProblem(i, src int) string {
 func (e *engine) starting(i, src int) bool {
 	r := e.status(i).Replica
 	a := e.d.Addresses[src]
-	return r != nil && strings.EqualFold(r.SourceHost, a.Host) && r.SourcePort == a.Port && r.SQLRunning &&
+	return r != nil && replicatesFrom(r, a) && r.SQLRunning &&
 		r.IOState != "Yes" && r.IOState != "No" && r.LastIOErrno == 0
+}
+
+// replicatesFrom tells whether replica r is pointed at address a.
+func replicatesFrom(r *mysql.ReplicaStatus, a Address) bool {
+	return strings.EqualFold(r.SourceHost, a.Host) && r.SourcePort == a.Port
 }
 
 func replicationError(r *mysql.ReplicaStatus) string {

@@ -79,13 +79,7 @@ func (e *engine) rebuilds() rebuildPlan {
 				p.requested = append(p.requested, id) // nothing to empty
 				continue
 			}
-			executed := st.Executed
-			if discard.IsEmpty() && e.receivesOnlyFromPrimary(i) {
-				// All it holds is on the primary, and all it can still receive comes from it: a live replica
-				// goes on applying between this read and the rebuild, and none of that may stop the rebuild.
-				executed = nil
-			}
-			p.steps = append(p.steps, Step{Action: ActionRebuild, Instance: i, Executed: executed,
+			p.steps = append(p.steps, Step{Action: ActionRebuild, Instance: i, Executed: e.pinnedExecuted(i, discard),
 				Discarded: discard, Request: id, Why: fmt.Sprintf("rebuild of instance %d requested (%s)", i, id)})
 			p.requested = append(p.requested, id)
 			continue
@@ -108,11 +102,17 @@ func (e *engine) rebuilds() rebuildPlan {
 	return p
 }
 
-// receivesOnlyFromPrimary tells whether instance i replicates from nothing or from the primary's address: the
-// only transactions it can execute, read-only as every instance but the primary is, are then the primary's.
-func (e *engine) receivesOnlyFromPrimary(i int) bool {
-	r, a := e.status(i).Replica, e.d.Addresses[e.p]
-	return r == nil || (strings.EqualFold(r.SourceHost, a.Host) && r.SourcePort == a.Port)
+// pinnedExecuted is the executed set a rebuild of instance i pins (Step.Executed), discard being what of it
+// the primary lacks. It is nil when discard is empty and i replicates from nothing or from the primary: all it
+// holds is on the primary, and all it can still execute, read-only as every instance but the primary is, comes
+// from it. A live replica goes on applying between the decision and the rebuild, and none of that may stop
+// the rebuild.
+func (e *engine) pinnedExecuted(i int, discard mysql.GTIDSet) mysql.GTIDSet {
+	st := e.status(i)
+	if discard.IsEmpty() && (st.Replica == nil || replicatesFrom(st.Replica, e.d.Addresses[e.p])) {
+		return nil
+	}
+	return st.Executed
 }
 
 // rebuildable says whether errant instance i can be emptied without losing an acknowledged commit (see the

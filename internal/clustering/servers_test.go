@@ -331,6 +331,16 @@ func (f *fleet) untilInSync(what string, i int) {
 	})
 }
 
+// untilRebuilt runs passes until one has a step that rebuilds instance i.
+func (f *fleet) untilRebuilt(what string, i int) {
+	f.t.Helper()
+	f.until(what, func(p clustering.Plan) bool {
+		return slices.ContainsFunc(p.Steps, func(s clustering.Step) bool {
+			return s.Action == clustering.ActionRebuild && s.Instance == i
+		})
+	})
+}
+
 // expectEverywhere checks that every acknowledged write is on primary and, once every other server has applied
 // what primary has, that each holds exactly primary's rows.
 func (f *fleet) expectEverywhere(g Gomega, primary int, acked []int) {
@@ -533,11 +543,7 @@ func TestFormerPrimaryRejoinsAPrimaryRebuiltMeanwhile(t *testing.T) {
 	// and its own binary log starts there.
 	f.servers[former].PurgeBinaryLogs()
 	f.desired.Rebuild = []clustering.RebuildRequest{{Instance: rebuilt, ID: "r1"}}
-	f.until("the server rebuilt", func(p clustering.Plan) bool {
-		return slices.ContainsFunc(p.Steps, func(s clustering.Step) bool {
-			return s.Action == clustering.ActionRebuild && s.Instance == rebuilt
-		})
-	})
+	f.untilRebuilt("the server rebuilt", rebuilt)
 	f.until("the rebuilt server back in sync", func(p clustering.Plan) bool {
 		return p.Decision.Kind == clustering.Steady && len(p.Report.InSync()) == 2
 	})
@@ -569,11 +575,7 @@ func TestReplicaBehindPurgedBinaryLogsIsRebuiltAndSeeded(t *testing.T) {
 	f.servers[p].PurgeBinaryLogs()
 	w.waitAcks(50)
 
-	f.until("the replica behind rebuilt", func(pl clustering.Plan) bool {
-		return slices.ContainsFunc(pl.Steps, func(s clustering.Step) bool {
-			return s.Action == clustering.ActionRebuild && s.Instance == behind
-		})
-	})
+	f.untilRebuilt("the replica behind rebuilt", behind)
 	f.untilInSync("the rebuilt replica seeded and in sync", behind)
 	w.waitAcks(50)
 	w.Stop()

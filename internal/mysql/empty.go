@@ -20,9 +20,10 @@ var systemSchemas = map[string]bool{"mysql": true, "information_schema": true, "
 // log, and then runs the statements of init (the rendered init script, mysql.InitScript: the databases and
 // accounts every server creates for itself; "" for none). It refuses a writable server, and one whose executed
 // set, read once its replication has stopped, is not expect (ErrChanged): only what was judged is discarded.
-// A nil expect empties it whatever it executed: for a caller that knows all of it is held elsewhere. Run it as root, whose privileges the drops
-// and resets need. The server's server_id stays: replaying the binary logs that hold its own former
-// transactions would skip them (see the engine's seeding), so an emptied server is seeded from a dump.
+// A nil expect empties it whatever it executed: for a caller that knows all of it is held elsewhere. Run it as
+// root, whose privileges the drops and resets need. The server's server_id stays: replaying the binary logs
+// that hold its own former transactions would skip them (see the engine's seeding), so an emptied server is
+// seeded from a dump.
 //
 // Not yet run against a real MySQL 8.4 (see MySQLFlavor).
 func (s *Server) Empty(ctx context.Context, expect GTIDSet, init string) error {
