@@ -70,7 +70,7 @@ type Timing struct {
 	// StatusTimeout bounds the login and status read of one server; a server that takes longer is unreachable
 	// for that pass. Default 2s. A primary that hangs is replaced after about poll/2 + 2 × StatusTimeout +
 	// BusyInterval + the failover's own work: these defaults bring a frozen or cut-off primary's replacement
-	// under 8 s on kind (docs/benchmarks.md, failover-kind), and one slow answer still never promotes anyone,
+	// under 8 s at the median on kind (docs/benchmarks.md, failover-kind), and one slow answer still never promotes anyone,
 	// since a primary counts as lost only after two passes failed to read it.
 	StatusTimeout time.Duration
 	// PassTimeout bounds one pass's work on the servers, switchover waits included. Default 2m.
