@@ -566,76 +566,37 @@ func scaleSettings(p ScaleParams) string {
 }
 
 func (recs *records) scaleSection(b *strings.Builder) {
-	b.WriteString("Every run, oldest first, by fleet size. The floor is the same objects by the Go client; where the " +
-		"single replica and the second run had fleets of their own, both floors are given.\n\n")
+	b.WriteString("Every run, oldest first, by fleet size: the manager's convergence against the floor (the same objects " +
+		"by the Go client), its memory once converged, and the writes of the idle window after it.\n\n")
 	var rows [][]string
 	for _, rec := range recs.scale {
 		r := rec.r
 		for _, s := range r.Sizes {
-			floor := sec(s.Single.Floor.TotalSeconds)
-			if f := s.Sharded.Floor.TotalSeconds; f != 0 && f != s.Single.Floor.TotalSeconds {
-				floor += ", " + sec(f)
-			}
-			var shares []string
-			for _, m := range s.Sharded.Replica {
-				shares = append(shares, fmt.Sprint(m.Members))
-			}
+			run := s.Single
 			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), scaleSettings(r.Params),
-				fmt.Sprint(s.Members), thousands(int64(s.Single.Convergence.Objects)), floor,
-				fmt.Sprintf("%s (%s)", sec(s.Single.Convergence.TotalSeconds), times(s.Single.RatioFloor)),
-				fmt.Sprintf("%d: %s (%s)", s.Sharded.Replicas, sec(s.Sharded.Convergence.TotalSeconds), times(s.Sharded.RatioFloor)),
-				"**" + times(s.ConvergenceRatio) + "**",
-				fmt.Sprintf("%.1f, %.1f MiB (%s)", s.Single.heapMiB(), s.Sharded.maxHeapMiB(), times(s.HeapRatio)),
-				fmt.Sprintf("%.1f, %.1f MiB", s.Single.maxRSSMiB(), s.Sharded.maxRSSMiB()), strings.Join(shares, ", "),
-				fmt.Sprintf("%.0f, %.0f", s.Single.Idle.HubWrites+s.Single.Idle.MemberWrites,
-					s.Sharded.Idle.HubWrites+s.Sharded.Idle.MemberWrites)})
+				fmt.Sprint(s.Members), thousands(int64(run.Convergence.Objects)), sec(run.Floor.TotalSeconds),
+				sec(run.Convergence.TotalSeconds), "**" + times(run.RatioFloor) + "**",
+				fmt.Sprintf("%.1f, %.1f MiB", run.heapMiB(), run.rssMiB()),
+				fmt.Sprintf("%.0f, %.0f", run.Idle.HubWrites, run.Idle.MemberWrites)})
 		}
 	}
-	table(b, []string{"run", "tree", "settings", "members", "objects", "floor", "1 replica (/ floor)",
-		"second run: replicas, time (/ floor)", "second / 1", "heap: 1 replica, largest of the second (ratio)",
-		"RSS: 1 replica, largest of the second", "members per replica", "idle writes: 1, second"}, rows)
+	table(b, []string{"run", "tree", "settings", "members", "objects", "floor", "mysqlfleet", "/ floor", "heap, RSS",
+		"idle writes: hub, members"}, rows)
 
-	b.WriteString("Takeovers: the replica working in the most members killed -9 on the converged sharded fleet; times " +
-		"from the first claim its members' new owners took.\n\n")
+	b.WriteString("Where the CPU went during each convergence: the hub's kube-apiserver and etcd, the members' (every " +
+		"other kube-apiserver and etcd), the manager's, and the member API servers' mean time to serve a write that " +
+		"makes an object.\n\n")
 	rows = nil
 	for _, rec := range recs.scale {
 		for _, s := range rec.r.Sizes {
-			t := s.Sharded.Takeover
-			if t == nil {
-				continue
-			}
-			rows = append(rows, []string{runLink(rec.name, rec.latest), fmt.Sprint(s.Members),
-				fmt.Sprintf("%s (%d)", t.Victim, len(t.Members)), sec(t.ClaimedAfterSeconds), sec(t.CacheSyncSeconds),
-				sec(t.VerifiedSeconds), "**" + times(t.Ratio) + "**", fmtCounters(t.OwnerRequests),
-				fmt.Sprintf("%.0f / %.0f", t.MemberWrites, t.MemberGets), fmt.Sprint(t.Missing)})
+			c := s.Single.Convergence
+			rows = append(rows, []string{runLink(rec.name, rec.latest), fmt.Sprint(s.Members), fmt.Sprintf("%.0f", c.HubWrites),
+				fmt.Sprintf("%.1f", c.HubCPUSeconds), fmt.Sprintf("%.1f", c.FleetCPUSeconds-c.HubCPUSeconds),
+				fmt.Sprintf("%.1f", c.ManagerCPUSeconds), fmt.Sprintf("%.0f ms", c.MemberApplyMillis)})
 		}
 	}
-	table(b, []string{"run", "members", "killed (its members)", "claimed after the kill", "cold cache sync",
-		"every object verified", "verified / sync", "new owners' requests there", "member writes / GETs",
-		"members not verified"}, rows)
-
-	b.WriteString("Where the CPU went during each convergence, the single replica's beside the second run's: the hub's " +
-		"kube-apiserver and etcd, the members' (every other kube-apiserver and etcd), the manager replicas' (summed), " +
-		"and the member API servers' mean time to serve a write that makes an object.\n\n")
-	rows = nil
-	for _, rec := range recs.scale {
-		for _, s := range rec.r.Sizes {
-			one, two := s.Single.Convergence, s.Sharded.Convergence
-			rows = append(rows, []string{runLink(rec.name, rec.latest), fmt.Sprint(s.Members),
-				fmt.Sprintf("%.0f, %.0f", one.HubWrites, two.HubWrites),
-				fmt.Sprintf("%.1f, %.1f", one.HubCPUSeconds, two.HubCPUSeconds),
-				fmt.Sprintf("%.1f, %.1f", one.FleetCPUSeconds-one.HubCPUSeconds, two.FleetCPUSeconds-two.HubCPUSeconds),
-				fmt.Sprintf("%.1f, %.1f", one.ManagerCPUSeconds, two.ManagerCPUSeconds),
-				fmt.Sprintf("%.0f, %.0f ms", one.MemberApplyMillis, two.MemberApplyMillis)})
-		}
-	}
-	table(b, []string{"run", "members", "hub writes", "hub CPU-s", "members' CPU-s", "managers' CPU-s",
+	table(b, []string{"run", "members", "hub writes", "hub CPU-s", "members' CPU-s", "manager CPU-s",
 		"member mean apply"}, rows)
-
-	if rec, ok := latestOf(recs.scale); ok {
-		fmt.Fprintf(b, "The targets of the latest run, %s, as it judged them:\n\n", runLink(rec.name, false))
-		targetsTable(b, rec.r.Targets)
-	}
 }
 
 func (recs *records) failoverSection(b *strings.Builder) {

@@ -57,10 +57,8 @@ type options struct {
 	memberTimeout                                                                       time.Duration
 	partition                                                                           bool
 	pinTiers                                                                            bool
-	// replicas is how many manager replicas run (sharded when more than one); scale, when set, runs the scale
-	// profile at these numbers of members instead of the phases (see scale.go).
-	replicas int
-	scale    []int
+	// scale, when set, runs the scale profile at these numbers of members instead of the phases (see scale.go).
+	scale []int
 }
 
 func main() {
@@ -82,11 +80,9 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 8, "concurrent applies per member of the Go floor")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "pause before the idle window and before memory samples")
 	// A deployed replica runs under the chart's CPU limit of 1, and Go sets GOMAXPROCS from a container's CPU
-	// limit; here every process shares the machine's cores. It keeps the deployed shape; it does not close the gap
-	// between one replica and sharded ones (the member mean apply column of the scale runs in
-	// docs/benchmarks.md).
-	fs.IntVar(&o.managerProcs, "manager-procs", 1, "GOMAXPROCS of every manager replica: 1, as the chart's CPU limit of 1 gives a deployed replica")
-	fs.BoolVar(&o.pinTiers, "pin-tiers", false, "scale profile: the hub and the manager replicas on CPU 0, the members and the bench on CPU 1 (bench/pin.go)")
+	// limit; here every process shares the machine's cores.
+	fs.IntVar(&o.managerProcs, "manager-procs", 1, "GOMAXPROCS of the manager: 1, as the chart's CPU limit of 1 gives a deployed replica")
+	fs.BoolVar(&o.pinTiers, "pin-tiers", false, "scale profile: the hub and the manager on CPU 0, the members and the bench on CPU 1 (bench/pin.go)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long a convergence may take before it is reported incomplete")
 	fs.BoolVar(&o.partition, "partition", true, "also run a convergence while one member is blackholed from the manager (connections hang rather than fail)")
 	fs.Float64Var(&o.memberQPS, "member-qps", kubeconfig.DefaultQPS, "the manager's --member-qps (cmd/manager's default unless changed here)")
@@ -94,8 +90,7 @@ func main() {
 	fs.DurationVar(&o.memberTimeout, "member-timeout", fleet.DefaultRequestTimeout, "the manager's --member-timeout")
 	fs.IntVar(&o.memberMaxInFlight, "member-max-in-flight", fleet.DefaultMaxInFlight, "the manager's --member-max-in-flight")
 	fs.IntVar(&o.managerWorkers, "manager-workers", mysqlcluster.DefaultWorkers, "the manager's --workers")
-	fs.IntVar(&o.replicas, "replicas", 1, "manager replicas; more than one run sharded (--sharding, leader election on); with -scale, the sharded run's replicas")
-	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by one replica and by -replicas sharded ones (default 3; 1 runs one unsharded replica twice), with memory per replica, a takeover and idle writes, and a PNG plot")
+	scale := fs.String("scale", "", "run the scale profile instead of the phases: a fleet of each of these numbers of members (e.g. 10,20,30), each converged by the manager, with its memory, idle writes and a PNG plot")
 	docs := fs.String("docs", "", "only rewrite the generated tables of this Markdown page (docs/benchmarks.md) from the JSON in -out, and run nothing")
 	readme := fs.String("readme", "", "only rewrite the generated sections of this README (the demo's times) from the JSON in -out, and run nothing")
 	demo := fs.String("demo-record", "", "only record a timed make demo: KIND=FILE, KIND cold or warm, FILE what /usr/bin/time -v printed (make demo-time)")
@@ -129,17 +124,6 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	// With -scale, -replicas is the second run's replicas, 3 unless given: -replicas 1 runs one unsharded replica
-	// twice on each fleet, which tells how far two runs of the same manager differ there (an A/A comparison).
-	replicasGiven := false
-	fs.Visit(func(f *flag.Flag) { replicasGiven = replicasGiven || f.Name == "replicas" })
-	if len(o.scale) > 0 && !replicasGiven {
-		o.replicas = 3
-	}
-	if o.replicas < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -replicas must be at least 1")
-		os.Exit(2)
-	}
 	if o.members < 2 || o.clusters < 1 || o.perNamespace < 1 || o.workers < 1 || o.repeat < 1 || o.memberMaxInFlight < 1 || o.managerWorkers < 1 || o.prefill < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -members must be at least 2; -clusters, -per-namespace, -workers, -repeat, -member-max-in-flight and -manager-workers at least 1")
 		os.Exit(2)
@@ -158,7 +142,7 @@ type bench struct {
 	began   time.Time
 	f       *testfleet.Fleet
 	hub     client.WithWatch
-	mgr     *managers
+	mgr     *managerProc
 	obs     *observer
 	clients map[string]kubernetes.Interface
 	// members are registered at the start; join registers later.
@@ -214,7 +198,7 @@ func run(ctx context.Context, o options) int {
 		Members: o.members, Clusters: o.clusters, PerNamespace: o.perNamespace, StatusSamples: o.statusSamples,
 		Unrelated: o.unrelated, IdleSeconds: o.idle.Seconds(), Workers: o.workers, MemberQPS: o.memberQPS,
 		MemberBurst: o.memberBurst, MemberTimeoutSeconds: o.memberTimeout.Seconds(), MemberMaxInFlight: o.memberMaxInFlight,
-		Repeat: o.repeat, Prefill: o.prefill, Replicas: o.replicas, ManagerWorkers: o.managerWorkers,
+		Repeat: o.repeat, Prefill: o.prefill, ManagerWorkers: o.managerWorkers,
 	}}
 	if b.res.Host.Load1Start > 1.5 {
 		b.logf("warning: load average %.2f: the machine is busy, figures will be noisy", b.res.Host.Load1Start)
@@ -230,9 +214,7 @@ func run(ctx context.Context, o options) int {
 	} else {
 		b.phases(ctx)
 	}
-	if b.mgr != nil {
-		b.mgr.stop()
-	}
+	b.mgr.stop()
 	b.obs.stop()
 	if b.relay != nil {
 		b.relay.Close()
@@ -337,8 +319,8 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 
-	b.logf("starting the manager (%d replicas)", o.replicas)
-	if b.mgr, err = startManagers(ctx, f.Hub.KubeconfigPath, b.profDir, o.replicas, o); err != nil {
+	b.logf("starting the manager")
+	if b.mgr, err = startManager(ctx, f.Hub.KubeconfigPath, filepath.Join(b.profDir, "manager.log"), o); err != nil {
 		return err
 	}
 	_ = sleep(ctx, b.o.settle)

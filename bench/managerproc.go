@@ -43,9 +43,7 @@ const (
 	managerTimeoutEnv  = "MYSQLFLEET_BENCH_MEMBER_TIMEOUT"
 	managerInFlightEnv = "MYSQLFLEET_BENCH_MEMBER_MAX_IN_FLIGHT"
 	managerWorkersEnv  = "MYSQLFLEET_BENCH_WORKERS"
-	// managerShardEnv, set, runs the manager sharded (leader election on) under this identity.
-	managerShardEnv  = "MYSQLFLEET_BENCH_SHARD_IDENTITY"
-	managerNamespace = "mysqlfleet-system"
+	managerNamespace   = "mysqlfleet-system"
 )
 
 // memStats is what /bench/mem reports.
@@ -70,11 +68,11 @@ func runManager() int {
 			logOut = f
 		}
 	}
-	// Times with their fractions of a second: a takeover's steps are a fraction of a second apart.
+	// Times with their fractions of a second: a pass takes milliseconds.
 	ctrl.SetLogger(zap.New(zap.WriteTo(logOut), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 	log := ctrl.Log.WithName("bench-manager")
 
-	// The defaults of cmd/manager's flags, leader election aside: one replica needs none.
+	// The defaults of cmd/manager's flags, leader election aside: one process needs none.
 	o := mysqlcluster.Options{
 		Namespace:              managerNamespace,
 		MetricsBindAddress:     os.Getenv(managerMetricsEnv),
@@ -101,11 +99,6 @@ func runManager() int {
 	if v, err := strconv.Atoi(os.Getenv(managerWorkersEnv)); err == nil {
 		o.Workers = v
 	}
-	// Sharded replicas elect the leader that writes the summaries, with cmd/manager's lease timings.
-	if id := os.Getenv(managerShardEnv); id != "" {
-		o.Sharding, o.ShardIdentity, o.LeaderElection = true, id, true
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-	}
 	// KUBECONFIG names the hub; GetConfig leaves client-side rate limiting off, as for cmd/manager.
 	mgr, err := mysqlcluster.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
@@ -117,9 +110,7 @@ func runManager() int {
 	var ready sync.Once
 	readyCh := make(chan struct{})
 	go func() {
-		if !o.Sharding {
-			<-mgr.Elected() // unsharded, nothing works before it leads; sharded, every replica works
-		}
+		<-mgr.Elected() // leader election off: closed once the controllers run
 		if mgr.GetLocalManager().GetCache().WaitForCacheSync(ctx) {
 			ready.Do(func() { close(readyCh) })
 		}
@@ -154,70 +145,6 @@ func runManager() int {
 			}
 		}
 		_ = json.NewEncoder(w).Encode(engaged)
-	})
-	// When each member was first seen engaged (and, sharded, this replica's): the end of its cold cache sync.
-	// Sampled every 10 ms, which is finer than anything the bench times with it.
-	var engagedMu sync.Mutex
-	engagedAt := map[string]time.Time{}
-	provider, _ := mgr.GetProvider().(*fleet.Provider)
-	go func() {
-		for ctx.Err() == nil && provider != nil {
-			now := time.Now()
-			engagedMu.Lock()
-			for _, st := range provider.Members() {
-				if _, seen := engagedAt[st.Name]; !seen && st.Engaged && st.Owned {
-					engagedAt[st.Name] = now
-				}
-				if !st.Engaged {
-					delete(engagedAt, st.Name)
-				}
-			}
-			engagedMu.Unlock()
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	// When each of some members had been reconciled once and count more times than when asked (the takeover's
-	// first pass and "every object verified"), from the process's own counters, sampled every 20 ms from the
-	// request on (see reconcileCounts).
-	var verifyMu sync.Mutex
-	verified, begun := map[string]time.Time{}, map[string]time.Time{}
-	http.HandleFunc("/bench/verify/start", func(w http.ResponseWriter, r *http.Request) {
-		members := strings.Split(r.URL.Query().Get("members"), ",")
-		count, _ := strconv.ParseFloat(r.URL.Query().Get("count"), 64)
-		base := reconcileCounts()
-		verifyMu.Lock()
-		verified, begun = map[string]time.Time{}, map[string]time.Time{}
-		verifyMu.Unlock()
-		go func() {
-			for ctx.Err() == nil {
-				now, c := time.Now(), reconcileCounts()
-				verifyMu.Lock()
-				for _, m := range members {
-					if _, done := begun[m]; !done && c[m]-base[m] >= 1 {
-						begun[m] = now
-					}
-					if _, done := verified[m]; !done && c[m]-base[m] >= count {
-						verified[m] = now
-					}
-				}
-				all := len(verified) == len(members)
-				verifyMu.Unlock()
-				if all {
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
-	})
-	http.HandleFunc("/bench/verify/done", func(w http.ResponseWriter, _ *http.Request) {
-		verifyMu.Lock()
-		defer verifyMu.Unlock()
-		_ = json.NewEncoder(w).Encode(verifyTimes{Begun: begun, Verified: verified})
-	})
-	http.HandleFunc("/bench/engaged-at", func(w http.ResponseWriter, _ *http.Request) {
-		engagedMu.Lock()
-		defer engagedMu.Unlock()
-		_ = json.NewEncoder(w).Encode(engagedAt)
 	})
 	http.HandleFunc("/bench/cpu/start", func(w http.ResponseWriter, r *http.Request) {
 		cpuMu.Lock()
@@ -262,11 +189,6 @@ func runManager() int {
 	return 0
 }
 
-// reconcileCounts reads this process's mysqlfleet_member_reconciles_total, summed by member, from the counters
-// themselves: the takeover samples it every 20 ms, and a Gather of the whole registry took a third of a
-// surviving replica's CPU during the takeovers of the scale run of 2026-11-26 (bench/results/profiles).
-func reconcileCounts() map[string]float64 { return mysqlcluster.MemberReconcileCounts() }
-
 // rss reads VmRSS of /proc/<pid>/status, in bytes.
 func rss(pid string) uint64 {
 	data, err := os.ReadFile("/proc/" + pid + "/status")
@@ -284,13 +206,11 @@ func rss(pid string) uint64 {
 
 // managerProc is the parent's handle on the manager process.
 type managerProc struct {
-	// identity is the replica's name when sharded, empty otherwise.
-	identity string
-	cmd      *exec.Cmd
-	addr     string
-	metrics  string
-	done     chan struct{}
-	http     *http.Client
+	cmd     *exec.Cmd
+	addr    string
+	metrics string
+	done    chan struct{}
+	http    *http.Client
 }
 
 func freeAddr() (string, error) {
@@ -302,9 +222,9 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// startManager starts the manager process against the hub and waits until it serves; with an identity, as a
-// sharded replica. The manager's member flags are the bench's options of the same names.
-func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, o options) (*managerProc, error) {
+// startManager starts the manager process against the hub and waits until it serves. The manager's member flags
+// are the bench's options of the same names.
+func startManager(ctx context.Context, hubKubeconfig, logPath string, o options) (*managerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -321,7 +241,7 @@ func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, 
 	cmd.Env = append(os.Environ(), managerEnv+"="+addr, managerMetricsEnv+"="+metrics, managerLogEnv+"="+logPath,
 		"KUBECONFIG="+hubKubeconfig, managerQPSEnv+"="+strconv.FormatFloat(o.memberQPS, 'f', -1, 64),
 		managerBurstEnv+"="+strconv.Itoa(o.memberBurst), managerTimeoutEnv+"="+o.memberTimeout.String(),
-		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerWorkersEnv+"="+strconv.Itoa(o.managerWorkers), managerShardEnv+"="+identity,
+		managerInFlightEnv+"="+strconv.Itoa(o.memberMaxInFlight), managerWorkersEnv+"="+strconv.Itoa(o.managerWorkers),
 		"GOMAXPROCS="+strconv.Itoa(o.managerProcs))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	// Its own process group, so that a Ctrl-C reaches the bench, which stops it in order; the kernel kills it
@@ -330,8 +250,7 @@ func startManager(ctx context.Context, hubKubeconfig, logPath, identity string, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the manager process: %w", err)
 	}
-	p := &managerProc{cmd: cmd, addr: addr, metrics: metrics, done: make(chan struct{}), http: &http.Client{Timeout: time.Minute},
-		identity: identity}
+	p := &managerProc{cmd: cmd, addr: addr, metrics: metrics, done: make(chan struct{}), http: &http.Client{Timeout: time.Minute}}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	pin := func() error {
 		if !o.pinTiers {
@@ -437,37 +356,27 @@ func (p *managerProc) engaged(ctx context.Context, members []string) (map[string
 	return out, nil
 }
 
-// startVerify has the replica note when each member has been reconciled count more times than now.
-func (p *managerProc) startVerify(ctx context.Context, members []string, count int) error {
-	_, err := p.get(ctx, fmt.Sprintf("/bench/verify/start?members=%s&count=%d", strings.Join(members, ","), count))
-	return err
-}
-
-// verifyTimes are, for each member noted by startVerify, when its first pass since then ended (Begun) and when
-// it had been reconciled enough (Verified).
-type verifyTimes struct {
-	Begun    map[string]time.Time `json:"begun"`
-	Verified map[string]time.Time `json:"verified"`
-}
-
-// verifiedAt tells when each member noted by startVerify had its first pass and had been reconciled enough.
-func (p *managerProc) verifiedAt(ctx context.Context) (verifyTimes, error) {
-	var out verifyTimes
-	body, err := p.get(ctx, "/bench/verify/done")
-	if err != nil {
-		return out, err
+// waitEngaged waits until the manager has every named member engaged.
+func (p *managerProc) waitEngaged(ctx context.Context, members []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := p.engaged(ctx, members)
+		if err == nil && len(got) == len(members) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var missing []string
+			for _, m := range members {
+				if !got[m] {
+					missing = append(missing, m)
+				}
+			}
+			return fmt.Errorf("members not engaged after %s: %v (%v)", timeout, missing, err)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	return out, json.Unmarshal(body, &out)
-}
-
-// engagedAt tells when the replica first had each of its members engaged.
-func (p *managerProc) engagedAt(ctx context.Context) (map[string]time.Time, error) {
-	body, err := p.get(ctx, "/bench/engaged-at")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]time.Time{}
-	return out, json.Unmarshal(body, &out)
 }
 
 func (p *managerProc) startCPUProfile(ctx context.Context, file string) error {

@@ -10,13 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// -pin-tiers (scale profile): the hub's control plane and the manager replicas run on CPU 0, the members' control
-// planes and the bench itself on CPU 1, as a hub on machines of its own would not take its CPU from the members'.
-// Without it every process shares both cores, and whatever the sharded replicas add on the hub (a status write per
-// owner and MySQLCluster, two more manager processes) is CPU the members' API servers do not get. It is an
-// experiment, not the recorded profile: one core serves 10 members' control planes (their idle load is a third
-// of a core), not 30 (most of one). At 10 members (2026-11-28) three replicas still took 1.07x one replica's time
-// with it: the members' core used 7 % more CPU for the same writes.
+// -pin-tiers (scale profile): the hub's control plane and the manager run on CPU 0, the members' control planes and
+// the bench itself on CPU 1, as a hub on machines of its own would not take its CPU from the members'. Without it
+// every process shares both cores, and whatever the hub tier uses is CPU the members' API servers do not get. It
+// is an experiment, not the recorded profile: one core serves 10 members' control planes (their idle load is a
+// third of a core), not 30 (most of one).
 
 // pinCPU is the CPU a tier runs on with -pin-tiers.
 const (

@@ -54,8 +54,6 @@ type Params struct {
 	Repeat int `json:"repeat"`
 	// Prefill is how many runs' worth of objects were written into the members before the first measured run.
 	Prefill int `json:"prefill"`
-	// Replicas is how many manager replicas ran (sharded when more than one).
-	Replicas int `json:"replicas"`
 }
 
 // Run is one push of a group's objects into members, by mysqlfleet or a baseline.
@@ -82,7 +80,7 @@ type Run struct {
 	// members the total waited for.
 	MemberDoneSeconds map[string]float64 `json:"memberDoneSeconds,omitempty"`
 	HubRequests       map[string]float64 `json:"hubRequestsByVerb,omitempty"`
-	// HubWritesBy counts the hub's writes by resource and verb: where sharded replicas write more than one.
+	// HubWritesBy counts the hub's writes by resource and verb: what the manager writes there.
 	HubWritesBy map[string]float64 `json:"hubWritesByResource,omitempty"`
 	// ManagerCPUSeconds and FleetCPUSeconds are the CPU the manager process and all etcd and kube-apiserver
 	// processes used during the run.

@@ -75,7 +75,6 @@ memberMaxInFlight: 16
 workers: 48
 deletionTimeout: 10m
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 5s}
-sharding: {enabled: false}
 extraArgs: [--zap-log-level=4, --zap-encoder=console]
 resources:
   requests: {cpu: 200m, memory: 256Mi}
@@ -186,8 +185,8 @@ func TestDefaults(t *testing.T) {
 		"--allow-insecure-member-tls=false",
 		"--member-qps=200",
 		"--member-burst=400",
-		"--sharding=false",
 	))
+	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--sharding")), "sharding is gone: the manager has no such flag")
 	g.Expect(r.notes).To(ContainSubstring("elect a leader, which reconciles MySQLClusters"))
 	// Restricted Pod Security.
 	g.Expect(pod.SecurityContext).To(Equal(&corev1.PodSecurityContext{
@@ -296,7 +295,6 @@ func TestValueSets(t *testing.T) {
 			"--member-sync-timeout=30s", "--member-health-interval=5s", "--member-timeout=20s", "--member-max-in-flight=16", "--workers=48",
 			"--deletion-timeout=10m",
 			"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s",
-			"--sharding=false",
 		))
 		g.Expect(c.Args[len(c.Args)-2:]).To(Equal([]string{"--zap-log-level=4", "--zap-encoder=console"}), "extraArgs come last, so they win")
 		g.Expect(c.Resources.Limits.Memory().String()).To(Equal("1Gi"))
@@ -360,29 +358,7 @@ func TestValueSets(t *testing.T) {
 		rb := get[rbacv1.RoleBinding](t, r, "RoleBinding", fullName)
 		g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "existing-sa", Namespace: releaseNS}))
 		g.Expect(r.notes).To(ContainSubstring("with one replica"))
-		g.Expect(c.Args).To(ContainElement("--sharding=false"))
 	})
-
-	// Sharding is off by default; auto turns it on with more than one replica, true always.
-	for name, tc := range map[string]struct {
-		values string
-		want   string
-	}{
-		"auto, two replicas": {"replicas: 2\nsharding: {enabled: auto}", "--sharding=true"},
-		"auto, one replica":  {"replicas: 1\nsharding: {enabled: auto}", "--sharding=false"},
-		"true, one replica":  {"replicas: 1\nsharding: {enabled: true}", "--sharding=true"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			r, err := render(t, mustYAML(tc.values))
-			g.Expect(err).NotTo(HaveOccurred())
-			dep := get[appsv1.Deployment](t, r, "Deployment", fullName)
-			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement(tc.want))
-			if tc.want == "--sharding=true" {
-				g.Expect(r.notes).To(ContainSubstring("divide the member clusters registered here among them"))
-			}
-		})
-	}
 
 	// Combinations the templates refuse, with a message that says why.
 	for name, tc := range map[string]struct {
@@ -411,26 +387,26 @@ func TestSchemaRejects(t *testing.T) {
 		values string
 		err    string
 	}{
-		"unknown top-level key":             {`replica: 2`, `at '': additional properties 'replica' not allowed`},
-		"unknown nested key":                {`crds: {keepIt: true}`, `at '/crds': additional properties 'keepIt' not allowed`},
-		"replicas as a string":              {`replicas: "2"`, `at '/replicas': got string, want integer`},
-		"no replicas":                       {`replicas: 0`, `at '/replicas': minimum: got 0, want 1`},
-		"bad pullPolicy":                    {`image: {pullPolicy: Sometimes}`, `at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'`},
-		"digest without algorithm":          {`image: {digest: "0123abcd"}`, `at '/image/digest': '0123abcd' does not match pattern`},
-		"duration without unit":             {`memberTimeout: 15`, `at '/memberTimeout': got number, want string`},
-		"malformed duration":                {`leaderElection: {leaseDuration: 15 seconds}`, `at '/leaderElection/leaseDuration': '15 seconds' does not match pattern`},
-		"insecure TLS as a string":          {`allowInsecureMemberTLS: "false"`, `at '/allowInsecureMemberTLS': got string, want boolean`},
-		"negative QPS":                      {`memberQPS: -1`, `at '/memberQPS': exclusiveMinimum: got -1, want 0`},
-		"no slot per member":                {`memberMaxInFlight: 0`, `at '/memberMaxInFlight': minimum: got 0, want 1`},
-		"fractional slots":                  {`memberMaxInFlight: 2.5`, `at '/memberMaxInFlight': got number, want integer`},
-		"no worker":                         {`workers: 0`, `at '/workers': minimum: got 0, want 1`},
-		"bad quantity":                      {`resources: {limits: {memory: lots}}`, `at '/resources/limits/memory': 'lots' does not match pattern`},
-		"bad toleration effect":             {`tolerations: [{key: a, effect: Sometimes}]`, `at '/tolerations/0/effect': value must be one of`},
-		"typo deep in affinity":             {`affinity: {nodeAffinity: {requiredDuringScheduling: {}}}`, `at '/affinity/nodeAffinity': additional properties 'requiredDuringScheduling' not allowed`},
-		"spread without key":                {`topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: ScheduleAnyway}]`, `at '/topologySpreadConstraints/0': missing property 'topologyKey'`},
-		"extra argument not a flag":         {`extraArgs: [zap-log-level=4]`, `at '/extraArgs/0': 'zap-log-level=4' does not match pattern`},
-		"number as a node selector":         {`nodeSelector: {disktype: 1}`, `at '/nodeSelector/disktype': got number, want string`},
-		"sharding neither on, off nor auto": {`sharding: {enabled: sometimes}`, `at '/sharding/enabled': value must be one of`},
+		"unknown top-level key":     {`replica: 2`, `at '': additional properties 'replica' not allowed`},
+		"unknown nested key":        {`crds: {keepIt: true}`, `at '/crds': additional properties 'keepIt' not allowed`},
+		"replicas as a string":      {`replicas: "2"`, `at '/replicas': got string, want integer`},
+		"no replicas":               {`replicas: 0`, `at '/replicas': minimum: got 0, want 1`},
+		"bad pullPolicy":            {`image: {pullPolicy: Sometimes}`, `at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'`},
+		"digest without algorithm":  {`image: {digest: "0123abcd"}`, `at '/image/digest': '0123abcd' does not match pattern`},
+		"duration without unit":     {`memberTimeout: 15`, `at '/memberTimeout': got number, want string`},
+		"malformed duration":        {`leaderElection: {leaseDuration: 15 seconds}`, `at '/leaderElection/leaseDuration': '15 seconds' does not match pattern`},
+		"insecure TLS as a string":  {`allowInsecureMemberTLS: "false"`, `at '/allowInsecureMemberTLS': got string, want boolean`},
+		"negative QPS":              {`memberQPS: -1`, `at '/memberQPS': exclusiveMinimum: got -1, want 0`},
+		"no slot per member":        {`memberMaxInFlight: 0`, `at '/memberMaxInFlight': minimum: got 0, want 1`},
+		"fractional slots":          {`memberMaxInFlight: 2.5`, `at '/memberMaxInFlight': got number, want integer`},
+		"no worker":                 {`workers: 0`, `at '/workers': minimum: got 0, want 1`},
+		"bad quantity":              {`resources: {limits: {memory: lots}}`, `at '/resources/limits/memory': 'lots' does not match pattern`},
+		"bad toleration effect":     {`tolerations: [{key: a, effect: Sometimes}]`, `at '/tolerations/0/effect': value must be one of`},
+		"typo deep in affinity":     {`affinity: {nodeAffinity: {requiredDuringScheduling: {}}}`, `at '/affinity/nodeAffinity': additional properties 'requiredDuringScheduling' not allowed`},
+		"spread without key":        {`topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: ScheduleAnyway}]`, `at '/topologySpreadConstraints/0': missing property 'topologyKey'`},
+		"extra argument not a flag": {`extraArgs: [zap-log-level=4]`, `at '/extraArgs/0': 'zap-log-level=4' does not match pattern`},
+		"number as a node selector": {`nodeSelector: {disktype: 1}`, `at '/nodeSelector/disktype': got number, want string`},
+		"sharding, which is gone":   {`sharding: {enabled: auto}`, `additional properties 'sharding' not allowed`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, mustYAML(tc.values))

@@ -31,9 +31,7 @@ func main() {
 	}
 	flag.StringVar(&o.Namespace, "namespace", defaultNS, "the manager's namespace: member registration Secrets, generated credentials and the leader Lease (default $POD_NAMESPACE)")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader, so that only one of several replicas reconciles")
-	flag.StringVar(&o.LeaderElectionID, "leader-election-id", "mysqlfleet-manager", "name of the leader election Lease; with --sharding also the start of the replicas' Leases (<id>-peer-<replica>) and the members' claims (<id>-member-<member>)")
-	flag.BoolVar(&o.Sharding, "sharding", false, "divide the members among all replicas (each engages, caches and reconciles its share; the leader writes each MySQLCluster's summary); needs --leader-elect")
-	flag.StringVar(&o.ShardIdentity, "shard-identity", "", "this replica's name among the sharded replicas (default: the host name and five random characters, new at every start)")
+	flag.StringVar(&o.LeaderElectionID, "leader-election-id", "mysqlfleet-manager", "name of the leader election Lease")
 	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a leader that stopped renewing")
 	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leadership")
 	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader election is attempted")
@@ -67,7 +65,7 @@ func main() {
 		log.Error(err, "Unable to set up the manager")
 		os.Exit(1)
 	}
-	log.Info("Starting the manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection, "sharding", o.Sharding)
+	log.Info("Starting the manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
 	// SIGTERM cancels the context; the manager stops its controllers and, with ReleaseOnCancel, hands the Lease
 	// over at once instead of making the standby wait for it to expire.
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {

@@ -40,7 +40,7 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, s *sc
 		}
 		addPasswords(&secret)
 		if err := r.Hub.Create(ctx, &secret); apierrors.IsAlreadyExists(err) {
-			// Made meanwhile (sharded replicas, or a cache behind): use those.
+			// Made meanwhile (a cache behind, or a former leader's last pass): use those.
 			if err := r.reader().Get(ctx, key, &secret); err != nil {
 				return fmt.Errorf("failed to read credentials Secret %s: %w", key, err)
 			}
@@ -77,4 +77,12 @@ func addPasswords(secret *corev1.Secret) bool {
 		}
 	}
 	return added
+}
+
+// reader reads from the hub's API server where one is set (HubReader), from the Hub client otherwise (tests).
+func (r *MySQLClusterReconciler) reader() client.Reader {
+	if r.HubReader != nil {
+		return r.HubReader
+	}
+	return r.Hub
 }

@@ -152,14 +152,13 @@ func (r *MySQLClusterReconciler) reconcileDeparted(ctx context.Context, s *scope
 }
 
 // departedMembers are the members, of the registry now, that this MySQLCluster's placement left: judged against
-// every member the placement chose, not the ones this pass works in (a sharded replica leaves out a placed member
-// whose finalizer is not on yet, or that it is taking over or handing over, and such a member has not left the
-// placement), and only among the members registered when the placement was resolved (one registered since was
-// not judged by it). Only members this replica works in, engaged, healthy and allowed the namespace count.
+// every member the placement chose, not the ones this pass works in (a pass asked for by a member change works
+// in that member only), and only among the members registered when the placement was resolved (one registered
+// since was not judged by it). Only members engaged, healthy and allowed the namespace count.
 func departedMembers(s *scope, now []fleet.State) []fleet.State {
 	var departed []fleet.State
 	for _, m := range now {
-		if s.registered[m.Name] && !s.chosen[m.Name] && m.Owned && m.Engaged && m.Err == nil &&
+		if s.registered[m.Name] && !s.chosen[m.Name] && m.Engaged && m.Err == nil &&
 			m.AllowsNamespace(s.cluster.Namespace) {
 			departed = append(departed, m)
 		}
@@ -224,7 +223,7 @@ func (r *MySQLClusterReconciler) reconcileDelete(ctx context.Context, c *v1alpha
 		}
 	}
 	controllerutil.RemoveFinalizer(c, v1alpha1.Finalizer)
-	// Members' finalizers, if replicas once worked sharded: every member was torn down above.
+	// The members' finalizers: every member was torn down above, or its teardown recorded.
 	c.Finalizers = slices.DeleteFunc(c.Finalizers, isMemberFinalizer)
 	if err := r.Hub.Update(ctx, c); err != nil {
 		return ctrl.Result{}, err

@@ -13,11 +13,11 @@ import (
 )
 
 // TestDepartedMembers: a member has left the placement only if the placement was resolved with it registered and
-// did not choose it, and this replica works there now. The sharded cases (chosen but not worked in, registered
-// after the placement was resolved) are the ones that once deleted a placed member's objects.
+// did not choose it, and it is engaged, answering and allows the namespace now. A member registered after the
+// placement was resolved was not judged by it: such a member once had a placed member's objects deleted.
 func TestDepartedMembers(t *testing.T) {
 	member := func(name string, adjust ...func(*fleet.State)) fleet.State {
-		st := fleet.State{Member: placement.Member{Name: name}, Engaged: true, Owned: true}
+		st := fleet.State{Member: placement.Member{Name: name}, Engaged: true}
 		for _, a := range adjust {
 			a(&st)
 		}
@@ -26,13 +26,12 @@ func TestDepartedMembers(t *testing.T) {
 	s := &scope{
 		cluster:    &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "c"}},
 		chosen:     map[string]bool{"placed": true, "waiting": true},
-		registered: map[string]bool{"placed": true, "waiting": true, "left": true, "other-owner": true, "unreachable": true, "fenced": true},
+		registered: map[string]bool{"placed": true, "waiting": true, "left": true, "unreachable": true, "fenced": true},
 	}
 	now := []fleet.State{
 		member("placed"),
-		member("waiting"), // chosen, but the pass works elsewhere (its finalizer is not on yet)
+		member("waiting"), // chosen, and this pass works elsewhere (a member change asked for another member)
 		member("left"),
-		member("other-owner", func(st *fleet.State) { st.Owned = false }),
 		member("unreachable", func(st *fleet.State) { st.Err = errors.New("no answer") }),
 		member("fenced", func(st *fleet.State) { st.Namespaces = []string{"elsewhere"} }),
 		member("registered-since"), // not known when the placement was resolved

@@ -5,17 +5,11 @@ package mysqlcluster
 
 import (
 	"fmt"
-	"os"
-	"regexp"
-	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,7 +22,6 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/fleet"
-	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/hubclient"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 )
@@ -40,16 +33,10 @@ type Options struct {
 	Namespace string
 
 	LeaderElection bool
-	// LeaderElectionID names the leader's Lease, and starts the names of the sharding Leases.
+	// LeaderElectionID names the leader's Lease.
 	LeaderElectionID string
-	// Sharding divides the members among the replicas (internal/fleet/shard): every replica works in its share
-	// and writes its members' rows of status; the elected leader writes the rest of the status. It needs
-	// LeaderElection.
-	Sharding bool
-	// ShardIdentity names this replica among the sharded ones; default DefaultShardIdentity().
-	ShardIdentity string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the leader's Lease and, sharded, the replicas' peer
-	// Leases: a replica that dies hands its members over after LeaseDuration.
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader's Lease: a standby takes over from a leader
+	// that died after LeaseDuration.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -110,31 +97,12 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	if opts.LeaderElectionID == "" {
 		opts.LeaderElectionID = "mysqlfleet-manager"
 	}
-	if opts.Sharding && !opts.LeaderElection {
-		return nil, fmt.Errorf("sharding needs leader election: the leader writes each MySQLCluster's summary")
-	}
 	scheme := Scheme()
 	r := &MySQLClusterReconciler{
 		Namespace: opts.Namespace, DeletionTimeout: opts.DeletionTimeout, RunnerImage: opts.RunnerImage,
-		Sharded: opts.Sharding, Workers: opts.Workers, OrphanScanInterval: opts.OrphanScanInterval,
+		Workers: opts.Workers, OrphanScanInterval: opts.OrphanScanInterval,
 	}
-	var provider *fleet.Provider
-	var sh *shard.Shard
-	if opts.Sharding {
-		if opts.ShardIdentity == "" {
-			opts.ShardIdentity = DefaultShardIdentity()
-		}
-		var err error
-		sh, err = shard.New(shard.Options{
-			Namespace: opts.Namespace, Prefix: opts.LeaderElectionID, Identity: opts.ShardIdentity,
-			LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod,
-			OnChange: func() { provider.Rebalance() },
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	provider = fleet.New(fleet.Options{
+	provider := fleet.New(fleet.Options{
 		Namespace:      opts.Namespace,
 		Kubeconfig:     opts.Kubeconfig,
 		Scheme:         scheme,
@@ -144,7 +112,6 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		MaxInFlight:    opts.MemberMaxInFlight,
 		RequestTimeout: opts.MemberTimeout,
 		OnChange:       r.MemberChanged,
-		Shard:          sh,
 	})
 	mgr, err := mcmanager.New(cfg, provider, crmanager.Options{
 		Scheme:                        scheme,
@@ -161,8 +128,6 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Registrations and credentials: Secrets are read in the manager's namespace only.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
-			// The sharding Leases, there too; the leader's Lease is read by leader election itself.
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}, Label: shardLeases},
 			// The pending teardown records, there too; the hub's other ConfigMaps are none of the manager's.
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}},
 				Label: labels.SelectorFromSet(labels.Set{v1alpha1.PendingTeardownLabel: "true"})},
@@ -172,19 +137,10 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 		return nil, err
 	}
 	local := mgr.GetLocalManager()
-	// The Leases (leader election's, the shard's) have clients of their own, outside this bound.
+	// Leader election's Lease has a client of its own, outside this bound.
 	r.Hub, r.HubReader = hubclient.StatusBounded(local.GetClient(), hubclient.DefaultMaxStatusWrites), local.GetAPIReader()
-	if opts.Sharding {
-		// The leader's summaries, bounded on their own (see MySQLClusterReconciler.Summary).
-		r.Summary = hubclient.StatusBounded(local.GetClient(), hubclient.DefaultMaxStatusWrites)
-	}
 	r.Fleet = provider
 	r.Recorder = local.GetEventRecorder("mysqlfleet")
-	if sh != nil {
-		if err := sh.SetupWithManager(local, local.GetLogger().WithName("shard")); err != nil {
-			return nil, err
-		}
-	}
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -202,29 +158,3 @@ func New(cfg *rest.Config, opts Options) (mcmanager.Manager, error) {
 	}
 	return mgr, nil
 }
-
-// shardLeases selects the Leases of sharding.
-var shardLeases = func() labels.Selector {
-	req, err := labels.NewRequirement(shard.LeaseLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*req)
-}()
-
-// DefaultShardIdentity names a replica: its host name (a Pod's name) and five random characters, new at every
-// start, so that a restarted container is never taken for the process it replaces (whose claims are then taken
-// over as a dead replica's).
-func DefaultShardIdentity() string {
-	host, _ := os.Hostname()
-	host = strings.Trim(invalidInLabel.ReplaceAllString(strings.ToLower(host), "-"), "-")
-	if len(host) > 40 {
-		host = strings.TrimRight(host[:40], "-")
-	}
-	if host == "" {
-		host = "manager"
-	}
-	return host + "-" + utilrand.String(5)
-}
-
-var invalidInLabel = regexp.MustCompile(`[^a-z0-9-]+`)

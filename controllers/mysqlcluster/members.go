@@ -346,3 +346,13 @@ func memberOf(ctx context.Context) string {
 	name, _ := ctx.Value(memberKey{}).(string)
 	return name
 }
+
+// findRow is a member's row in a status, nil if it has none.
+func findRow(st *v1alpha1.MySQLClusterStatus, member string) *v1alpha1.MemberStatus {
+	for i := range st.Members {
+		if st.Members[i].Name == member {
+			return &st.Members[i]
+		}
+	}
+	return nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -71,38 +70,6 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 func init() {
 	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary, writesBlocked,
 		asyncCommits, memberChangePassesWaiting, orphanedObjects)
-}
-
-// MemberReconcileCounts sums mysqlfleet_member_reconciles_total by member, read from the counters themselves. It
-// is for tools that run a manager in their own process and sample it often (the benchmark's takeover): a Gather
-// of the whole registry costs a manager of 30 members milliseconds and enough garbage to slow what is measured.
-func MemberReconcileCounts() map[string]float64 {
-	out := map[string]float64{}
-	for _, pb := range collected(memberReconciles) {
-		for _, l := range pb.GetLabel() {
-			if l.GetName() == "member" {
-				out[l.GetValue()] += pb.GetCounter().GetValue()
-			}
-		}
-	}
-	return out
-}
-
-// collected is every series of c, read from c itself rather than through a Gather of the whole registry.
-func collected(c prometheus.Collector) []*dto.Metric {
-	ch := make(chan prometheus.Metric, 64)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	var out []*dto.Metric
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) == nil {
-			out = append(out, &pb)
-		}
-	}
-	return out
 }
 
 // reportPhase sets the MySQLCluster's phase series. The labels are not namespace and name: the ServiceMonitor's
@@ -181,27 +148,4 @@ func errorReason(err error) string {
 		return "unreachable"
 	}
 	return "other"
-}
-
-// reportRows sets, sharded, the writable-primary series of the members this replica reported on (reportPrimaries
-// for some rows only: the others are other replicas' series).
-func reportRows(c *v1alpha1.MySQLCluster, rows []v1alpha1.MemberStatus) {
-	for _, m := range rows {
-		l := prometheus.Labels{"cluster_namespace": c.Namespace, "cluster_name": c.Name, "member": m.Name}
-		// The primary of the last pass keeps its series only while it is still the primary.
-		asyncCommits.DeletePartialMatch(l)
-		if m.Replication == nil {
-			writablePrimary.Delete(l)
-			writesBlocked.Delete(l)
-			continue
-		}
-		setPrimarySeries(c, m.Name, m.Replication)
-	}
-}
-
-// forgetMemberSeries drops the per-MySQLCluster series of a member another replica now reports on.
-func forgetMemberSeries(member string) {
-	writablePrimary.DeletePartialMatch(prometheus.Labels{"member": member})
-	writesBlocked.DeletePartialMatch(prometheus.Labels{"member": member})
-	asyncCommits.DeletePartialMatch(prometheus.Labels{"member": member})
 }

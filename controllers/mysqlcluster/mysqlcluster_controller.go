@@ -52,13 +52,9 @@ func MemberObjects() []client.Object {
 // MySQLClusterReconciler reconciles MySQLClusters on the hub into their members.
 type MySQLClusterReconciler struct {
 	// Hub reads and writes MySQLClusters and credentials on the hub; HubReader reads from its API server, not
-	// the cache, where a write must be computed against the latest object (sharded status rows).
+	// the cache, what a write just found to exist (nil: Hub).
 	Hub       client.Client
 	HubReader client.Reader
-	// Summary writes the elected leader's part of the status (sharded); nil means Hub. The manager gives it a
-	// bound on status writes of its own (internal/hubclient), so that the summaries never queue behind the rows
-	// of the leader's own members, nor those rows behind the summaries.
-	Summary client.Client
 	// Fleet knows the registered members and their clusters.
 	Fleet *fleet.Provider
 	// Recorder emits Events on MySQLClusters.
@@ -70,10 +66,6 @@ type MySQLClusterReconciler struct {
 	// DeletionTimeout is how long deletion waits for unreachable members before the MySQLCluster is released
 	// and their leftovers recorded. Default 5m.
 	DeletionTimeout time.Duration
-	// Sharded divides the work among the manager's replicas (see sharded.go): every replica works in the members
-	// it holds and writes their rows of status.members; the elected leader writes the rest of the status, the
-	// finalizers and the deletion's end. Without it the elected leader does everything.
-	Sharded bool
 	// Workers is how many MySQLClusters are reconciled at once; zero means DefaultWorkers.
 	Workers int
 	// OrphanScanInterval is how often the member caches are searched for orphans (orphans.go); zero means
@@ -84,15 +76,8 @@ type MySQLClusterReconciler struct {
 	memberChanged  chan event.GenericEvent
 	changedMu      sync.Mutex
 	changedMembers map[string]bool
-	// summaryChanged wakes the summary controller (sharded) after a member change, with summaryMembers.
-	summaryChanged chan event.GenericEvent
-	summaryMembers map[string]bool
 	// pace makes the passes a member change asks for wait while placement passes are in flight (pace.go).
 	pace *pace
-	// held are the MySQLClusters whose summary waits for their remaining rows, with when it began to (sharded,
-	// the leader; holdSummary).
-	heldMu sync.Mutex
-	held   map[types.NamespacedName]time.Time
 	// owedWake wakes the pending teardown controller (pending.go) after a member change, with owedMembers
 	// (guarded by changedMu).
 	owedWake    chan event.GenericEvent
@@ -122,24 +107,12 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	r.memberChanged = make(chan event.GenericEvent, 1)
 	r.pace = newPace()
-	intent := intentChanged()
-	if r.Sharded {
-		// The leader puts a member's finalizer on before its owner may write there; the owner waits for it.
-		intent = predicate.Or(intent, finalizersChanged())
-		if err := r.setupSummary(mgr); err != nil {
-			return err
-		}
-	}
 	// An event that passes the predicate asks for a pass that must not wait behind placement passes.
-	intent = predicate.And(intent, predicate.NewPredicateFuncs(func(o client.Object) bool {
+	intent := predicate.And(intentChanged(), predicate.NewPredicateFuncs(func(o client.Object) bool {
 		r.pace.intent(client.ObjectKeyFromObject(o))
 		return true
 	}))
-	everyReplica := mgr
-	if r.Sharded {
-		everyReplica = unelectedManager{mgr}
-	}
-	b := mcbuilder.ControllerManagedBy(everyReplica).
+	b := mcbuilder.ControllerManagedBy(mgr).
 		Named("mysqlcluster").
 		For(&v1alpha1.MySQLCluster{},
 			mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false),
@@ -196,19 +169,7 @@ func (r *MySQLClusterReconciler) MemberChanged(member string) {
 		r.changedMembers = map[string]bool{}
 	}
 	r.changedMembers[member] = true
-	if r.Sharded {
-		if r.summaryMembers == nil {
-			r.summaryMembers = map[string]bool{}
-		}
-		r.summaryMembers[member] = true
-	}
 	r.changedMu.Unlock()
-	if r.summaryChanged != nil {
-		select {
-		case r.summaryChanged <- event.GenericEvent{Object: &corev1.Secret{}}:
-		default:
-		}
-	}
 	if r.memberChanged == nil {
 		return // not set up yet: the first wake-up after set-up takes this member too
 	}
@@ -243,15 +204,6 @@ func (r *MySQLClusterReconciler) requeueChangedMembers(ctx context.Context, _ ev
 		if !registered[m] {
 			r.memory.ForgetMember(m) // left: what was verified there means nothing any more
 			r.forgetWriter(m)
-		}
-	}
-	for _, st := range states {
-		if changed[st.Name] && !st.Owned {
-			// Another replica works there now: its series are that replica's to report, and what this one
-			// verified there is of no use until it is handed back.
-			forgetMemberSeries(st.Name)
-			r.memory.ForgetMember(st.Name)
-			r.forgetWriter(st.Name)
 		}
 	}
 }

@@ -43,8 +43,8 @@ type orphanScanner struct {
 	wake     <-chan struct{}
 }
 
-// NeedLeaderElection: sharded, each replica counts in its own members; unsharded, the leader in all.
-func (o orphanScanner) NeedLeaderElection() bool { return !o.r.Sharded }
+// NeedLeaderElection: the leader counts, in every member.
+func (o orphanScanner) NeedLeaderElection() bool { return true }
 
 func (o orphanScanner) Start(ctx context.Context) error {
 	t := time.NewTicker(o.interval)
@@ -86,7 +86,7 @@ func (o orphanScanner) scan(ctx context.Context) {
 	log := ctrl.LoggerFrom(ctx).WithName("orphans")
 	found := map[string][]leftovers.Object{}
 	for _, m := range r.Fleet.Members() {
-		if !m.Owned || !m.Engaged || m.Err != nil {
+		if !m.Engaged || m.Err != nil {
 			continue
 		}
 		cl, err := r.Fleet.Get(ctx, multicluster.ClusterName(m.Name))

@@ -337,3 +337,18 @@ func eventuallyGone(g Gomega, key client.ObjectKey) {
 		return apierrors.IsNotFound(hub.Get(context.Background(), key, &v1alpha1.MySQLCluster{}))
 	}, 2*time.Minute, 250*time.Millisecond).Should(BeTrue(), "MySQLCluster %s is deleted", key)
 }
+
+// A MySQLCluster that the sharded replicas of an earlier version finalized carries their mark beside the members'
+// finalizers; deleting it takes the mark off with them, so that it does not hang on a finalizer nobody keeps.
+func TestDeletionTakesOffTheShardedMarkOfEarlierVersions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster("legacy-mark", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Placement.Members = []string{aws} })
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	eventuallyConverged(g, key)
+	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Finalizers = append(c.Finalizers, "mysqlfleet.io/sharded") })
+	g.Expect(get(g, key).Finalizers).To(ContainElements(v1alpha1.Finalizer, "member.mysqlfleet.io/"+aws, "mysqlfleet.io/sharded"))
+	g.Expect(hub.Delete(ctx, get(g, key))).To(Succeed())
+	eventuallyGone(g, key)
+}

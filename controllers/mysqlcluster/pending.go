@@ -8,11 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,12 +28,11 @@ import (
 // is registered, engaged and answering, it tears the deleted MySQLCluster down there by its UID, exactly as its
 // deletion policy said, then deletes the record and says so in an Event on the member's registration Secret.
 // Nothing polls: a record is looked at when it is written, at start-up, and whenever its member registers, answers
-// again or changes hands (MemberChanged).
+// again or changes (MemberChanged).
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete,namespace=mysqlfleet-system
 
-// setupPendingTeardowns registers the controller of the pending teardown records. Sharded it runs on every replica,
-// each finishing the teardowns of the members it works in; unsharded on the leader only.
+// setupPendingTeardowns registers the controller of the pending teardown records; it runs on the leader only.
 func (r *MySQLClusterReconciler) setupPendingTeardowns(mgr mcmanager.Manager) error {
 	r.owedWake = make(chan event.GenericEvent, 1)
 	isRecord := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -45,7 +42,6 @@ func (r *MySQLClusterReconciler) setupPendingTeardowns(mgr mcmanager.Manager) er
 		Named("pending-teardown").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(isRecord)).
 		WatchesRawSource(source.Channel(r.owedWake, handler.EnqueueRequestsFromMapFunc(r.recordsOfChangedMembers))).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(!r.Sharded)}).
 		Complete(reconcile.Func(r.reconcilePendingTeardown))
 }
 
@@ -119,8 +115,8 @@ func (r *MySQLClusterReconciler) reconcilePendingTeardown(ctx context.Context, r
 			break
 		}
 	}
-	if st == nil || !st.Owned {
-		return reconcile.Result{}, nil // its registration, or its hand-over to this replica, brings it back
+	if st == nil {
+		return reconcile.Result{}, nil // its registration brings it back
 	}
 	if adopter, err := r.adopterOf(ctx, rec); err != nil {
 		return reconcile.Result{}, err
@@ -140,11 +136,6 @@ func (r *MySQLClusterReconciler) reconcilePendingTeardown(ctx context.Context, r
 		log.V(4).Info("Member not usable; the pending teardown waits for it")
 		return reconcile.Result{}, nil // answering again is a member change, which brings it back
 	}
-	done, ok := r.Fleet.Use(st.Name)
-	if !ok {
-		return reconcile.Result{}, nil
-	}
-	defer done()
 	res := r.teardownMembers(ctx, rec.Cluster(), []fleet.State{*st}, rec.DeletionPolicy == v1alpha1.DeletionPolicyDelete)[0]
 	switch {
 	case res.unreachable:

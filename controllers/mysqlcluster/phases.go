@@ -45,9 +45,6 @@ func always(f func(context.Context, *scope)) phase {
 // pass is one pass over a MySQLCluster, in the members of only if it is not nil (pace.go: only member changes
 // asked for it) and in every placed member otherwise: the phases, then one status write.
 func (r *MySQLClusterReconciler) pass(ctx context.Context, c *v1alpha1.MySQLCluster, only map[string]bool) (ctrl.Result, error) {
-	if r.Sharded {
-		return r.reconcileShare(ctx, c, only)
-	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
@@ -88,8 +85,8 @@ func (r *MySQLClusterReconciler) resolvePlacement(s *scope) {
 	}
 }
 
-// addFinalizers puts on, unsharded, the MySQLCluster's own finalizer and, before anything is written there, a
-// finalizer for each member it is placed on (as the sharded leader does, see sharded.go). A member's finalizer says
+// addFinalizers puts on the MySQLCluster's own finalizer and, before anything is written there, a finalizer for
+// each member it is placed on (finalizers.go). A member's finalizer says
 // that the MySQLCluster may have objects there, and stays while it may (a member it left keeps its volumes):
 // deletion reads it to know which members not registered at the time still hold something of it, and records
 // their teardown as pending (pending.go).

@@ -19,8 +19,7 @@ type scope struct {
 	only map[string]bool
 	// placed are the members the placement resolved to, engaged or not.
 	placed []fleet.State
-	// chosen are the names of every member the placement resolved to. A sharded pass narrows placed to the members
-	// it works in now; departure is judged against chosen, never against placed.
+	// chosen are the names of the members in placed: departure is judged against them.
 	chosen map[string]bool
 	// registered are the names of the members registered when the placement was resolved: only those were judged
 	// by it, so only those can have left it during this pass.

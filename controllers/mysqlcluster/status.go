@@ -382,3 +382,14 @@ func memberPassStatus(f passFacts, gen int64) passStatus {
 	return passStatus{phase: phase, lastError: errMsg, conditions: []metav1.Condition{reachable,
 		applied(false, reason, errMsg), cond(v1alpha1.MemberConditionReady, false, reason, "not applied")}}
 }
+
+// rowsCurrent tells whether every row's Applied condition is about this generation.
+func rowsCurrent(rows []v1alpha1.MemberStatus, generation int64) bool {
+	for _, m := range rows {
+		applied := meta.FindStatusCondition(m.Conditions, v1alpha1.MemberConditionApplied)
+		if applied == nil || applied.ObservedGeneration != generation {
+			return false
+		}
+	}
+	return true
+}

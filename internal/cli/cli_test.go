@@ -38,7 +38,6 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/clusters"
 	"github.com/mysqlfleet/mysqlfleet/controllers/mysqlcluster"
 	"github.com/mysqlfleet/mysqlfleet/internal/cli"
-	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/leftovers"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
@@ -808,8 +807,7 @@ current-context: c
 	g.Expect(parsed).To(HaveLen(3))
 	g.Expect(parsed[0].Version).To(Equal("v1.36.3"))
 
-	// OWNER: the leader of unsharded replicas works in every member; sharded, each member's claim names its
-	// replica (as the manager writes them: see internal/fleet/shard).
+	// OWNER: the leader works in every member.
 	leases := e.fleet.Hub.Clientset().CoordinationV1().Leases(fleetNS)
 	leader, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: cli.ManagerLease},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-0_1234")}}, metav1.CreateOptions{})
@@ -820,18 +818,10 @@ current-context: c
 	for _, v := range views {
 		g.Expect(v.Owner).To(Equal("manager-0_1234"), v.Name)
 	}
-	claim, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: shard.MemberLeaseName(cli.ManagerLease, awsMember),
-			Labels:      map[string]string{shard.LeaseLabel: shard.MemberLease},
-			Annotations: map[string]string{shard.MemberAnnotation: awsMember}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-1-x2k4q")}}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = leases.Delete(ctx, claim.Name, metav1.DeleteOptions{}) }()
 	out.Reset()
 	g.Expect(cli.Members(ctx, e.hubIn(""), cli.MembersOptions{Timeout: 5 * time.Second}, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})).To(Succeed())
 	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
-	g.Expect(strings.Fields(lines[1])).To(Equal([]string{awsMember, "aws", "eu-west-1", "yes", "v1.36.3", "2", "manager-1-x2k4q"}))
-	g.Expect(lines[3]).To(MatchRegexp(`\s-$`), "sharded, a member nobody has claimed has no owner")
+	g.Expect(strings.Fields(lines[1])).To(Equal([]string{awsMember, "aws", "eu-west-1", "yes", "v1.36.3", "2", "manager-0_1234"}))
 
 	// The hand-written MySQLClusters of the previous step are not the manager's; they go before it starts.
 	for _, key := range []client.ObjectKey{{Namespace: "shop", Name: "orders"}, {Namespace: "shop", Name: "catalog"}, {Namespace: "billing", Name: "ledger"}} {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
@@ -57,13 +56,12 @@ type MemberView struct {
 	// PendingTeardowns counts the deletions the hub still owes the member (pending teardown records): MySQLClusters
 	// deleted while it was away or unreachable. nil when they could not be listed.
 	PendingTeardowns *int `json:"pendingTeardowns"`
-	// Owner is the manager replica that works in the member: with sharding, the holder of the member's claim
-	// Lease; without, the leader. Empty when none does (or the Leases could not be read).
+	// Owner is the manager replica that works in the member: the leader, which works in every member. Empty
+	// when none leads (or its Lease could not be read).
 	Owner string `json:"owner,omitempty"`
 }
 
-// ManagerLease is the manager's leader election Lease, as the chart runs it (--leader-election-id); the sharding
-// Leases' names start with it.
+// ManagerLease is the manager's leader election Lease, as the chart runs it (--leader-election-id).
 const ManagerLease = "mysqlfleet-manager"
 
 // registrations lists the members' registration Secrets on the hub.
@@ -93,7 +91,7 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 	}
 	placed, placedErr := placements(ctx, hc)
 	pending := pendingTeardowns(ctx, hc, hub.namespace())
-	owners, leader, ownersErr := memberOwners(ctx, hc, hub.namespace())
+	leader := managerLeader(ctx, hc, hub.namespace())
 
 	views := make([]MemberView, len(secrets.Items))
 	var wg sync.WaitGroup
@@ -117,12 +115,7 @@ func ListMembers(ctx context.Context, hub Hub, opts MembersOptions) ([]MemberVie
 			n := pending[s.Name]
 			v.PendingTeardowns = &n
 		}
-		if ownersErr == nil {
-			v.Owner = owners[s.Name]
-			if len(owners) == 0 {
-				v.Owner = leader // not sharded: the leader works in every member
-			}
-		}
+		v.Owner = leader
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -179,23 +172,14 @@ func placements(ctx context.Context, hc *hubClients) (map[string]int, error) {
 	return out, nil
 }
 
-// memberOwners reads who works in each member: the holders of the members' claim Leases (sharded replicas), and the
-// leader.
-func memberOwners(ctx context.Context, hc *hubClients, namespace string) (map[string]string, string, error) {
-	leases, err := hc.cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LeaseLabel})
+// managerLeader reads the holder of the manager's Lease: the replica that works in every member. Empty when the
+// Lease cannot be read.
+func managerLeader(ctx context.Context, hc *hubClients, namespace string) string {
+	l, err := hc.cs.CoordinationV1().Leases(namespace).Get(ctx, ManagerLease, metav1.GetOptions{})
 	if err != nil {
-		return nil, "", err
+		return ""
 	}
-	out, leader := map[string]string{}, ""
-	for _, l := range leases.Items {
-		if l.Labels[shard.LeaseLabel] == shard.MemberLease {
-			out[l.Annotations[shard.MemberAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
-		}
-	}
-	if l, err := hc.cs.CoordinationV1().Leases(namespace).Get(ctx, ManagerLease, metav1.GetOptions{}); err == nil {
-		leader = ptr.Deref(l.Spec.HolderIdentity, "")
-	}
-	return out, leader, nil
+	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
 // Members prints the registered members.

@@ -41,8 +41,8 @@ var requestWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30},
 }, []string{"member"})
 
-// memberRequests counts the requests the manager sent to each member by what they do, so that a reader (and
-// the sharding tests) can tell the reads of single objects from the lists and watches of the member's cache.
+// memberRequests counts the requests the manager sent to each member by what they do, so that a reader can
+// tell the reads of single objects from the lists and watches of the member's cache.
 var memberRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "mysqlfleet_member_requests_total",
 	Help: "Requests sent to the member, by verb: get (one object), list, watch, create, update, patch, apply, delete, discovery (no resource).",
@@ -123,11 +123,6 @@ func (m *member) usable() bool {
 // report sets a member's gauge from its verdict; every change of cl, err or factErr is followed by a report.
 // Callers hold p.mu, so that two changes cannot report in the opposite order.
 func (p *Provider) report(name string, m *member) {
-	if !p.holds(name) {
-		// Another replica works in the member and reports on it; a 0 from here would read as unreachable.
-		memberReachable.DeleteLabelValues(name)
-		return
-	}
 	v := 0.0
 	if m.usable() {
 		v = 1

@@ -24,11 +24,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +40,6 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
-	"github.com/mysqlfleet/mysqlfleet/internal/fleet/shard"
 	"github.com/mysqlfleet/mysqlfleet/internal/kubeconfig"
 	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 )
@@ -74,10 +71,6 @@ type Options struct {
 	// OnChange is called with a member's name whenever its facts or reachability change, so that the
 	// MySQLClusters placed there are reconciled again.
 	OnChange func(member string)
-	// Shard, when set, divides the members among the manager's replicas (--sharding): this replica builds,
-	// caches and probes only the members whose claims it holds, and records the others' facts only. Nil: one
-	// replica (the elected leader) works in every member.
-	Shard *shard.Shard
 }
 
 // State is what the hub knows about one registered member.
@@ -85,10 +78,6 @@ type State struct {
 	placement.Member
 	// Engaged is true when the member's cluster is running and engaged with the manager.
 	Engaged bool
-	// Owned is true when this replica works in the member: always without sharding; with sharding, while it
-	// holds the member's claim. Nothing but placement may use a member that is not Owned: its owner writes there
-	// and reports on it, and Engaged and Err say nothing about it here.
-	Owned bool
 	// Err is why the member cannot be used, nil when it is engaged and answers. Tell the kinds apart with
 	// errors.Is:
 	//   - ErrRefused: the registration itself is wrong (a kubeconfig the gate refused, or invalid facts such
@@ -178,9 +167,8 @@ func New(opts Options) *Provider {
 		newCluster: cluster.New, retries: make(chan event.GenericEvent, 64)}
 }
 
-// SetupWithManager registers the registration controller on the hub's manager. Without sharding it runs only on
-// the elected leader, like every controller, so standbys hold no member connections; with sharding it runs on
-// every replica, each engaging the members it holds.
+// SetupWithManager registers the registration controller on the hub's manager. It runs only on the elected
+// leader, like every controller, so standbys hold no member connections.
 func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	p.engager = mgr
 	local := mgr.GetLocalManager()
@@ -193,8 +181,7 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 		Named("member-registration").
 		For(&corev1.Secret{}, builder.WithPredicates(isRegistration)).
 		WatchesRawSource(source.Channel(p.retries, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentRegistrations,
-			NeedLeaderElection: ptr.To(p.opts.Shard == nil)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentRegistrations}).
 		Complete(p)
 }
 
@@ -231,7 +218,7 @@ func (p *Provider) Members() []State {
 	defer p.mu.RUnlock()
 	out := make([]State, 0, len(p.members))
 	for name, m := range p.members {
-		s := State{Member: m.facts, Engaged: m.cl != nil, Err: m.err, Owned: p.holds(name)}
+		s := State{Member: m.facts, Engaged: m.cl != nil, Err: m.err}
 		if m.cl != nil && m.err == nil {
 			s.Alive = m.alive
 		}
@@ -284,51 +271,11 @@ func (p *Provider) Start(ctx context.Context) error {
 		m.lose(errDisengaged)
 	}
 	p.mu.Unlock()
-	if sh := p.opts.Shard; sh != nil {
-		// Work in the members has stopped: give their claims back, so that the other replicas take them over at
-		// once instead of after the lease duration, and only then let the peer Lease go.
-		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		for _, name := range sh.Owned() {
-			if err := sh.Release(release, name); err != nil {
-				p.log.Error(err, "Giving back a member's claim", "member", name)
-			}
-		}
-		cancel()
-		sh.Drained()
-	}
 	return nil
 }
 
-// NeedLeaderElection: without sharding the member clusters exist only on the leader; with sharding every replica
-// has its own.
-func (p *Provider) NeedLeaderElection() bool { return p.opts.Shard == nil }
-
-// holds tells whether this replica works in the member (see State.Owned).
-func (p *Provider) holds(name string) bool {
-	return p.opts.Shard == nil || p.opts.Shard.Holds(name)
-}
-
-// Rebalance has every registration processed again: what this replica owns or holds may have changed. The
-// shard calls it.
-func (p *Provider) Rebalance() {
-	p.mu.RLock()
-	names := make([]string, 0, len(p.members))
-	for name := range p.members {
-		names = append(names, name)
-	}
-	p.mu.RUnlock()
-	ctx := p.baseContext(context.Background())
-	go func() {
-		for _, name := range names {
-			ev := event.GenericEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: name}}}
-			select {
-			case p.retries <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-}
+// NeedLeaderElection: the member clusters exist only on the leader.
+func (p *Provider) NeedLeaderElection() bool { return true }
 
 func (p *Provider) changed(name string) {
 	if p.opts.OnChange != nil {

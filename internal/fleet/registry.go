@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,10 +25,6 @@ import (
 )
 
 type member struct {
-	// work counts the passes under way in the member (Use); leaving is set while this replica hands the member
-	// over, so that no new pass starts there and the claim is given back only once the last one ended.
-	work    sync.WaitGroup
-	leaving bool
 	facts   placement.Member
 	factErr error
 	hash    string
@@ -95,28 +90,6 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	p.report(name, m)
 	p.mu.Unlock()
 	defer p.markAttempted(name)
-	if p.opts.Shard != nil {
-		if !exists {
-			p.shareMembers()
-		}
-		if held, err := p.claim(ctx, name); !held {
-			// Another replica works there: only the facts matter here (placement), and what this replica may
-			// still run in the member stops.
-			p.letGo(ctx, name, log)
-			if factsChanged {
-				p.changed(name)
-			}
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if p.opts.Shard.Owns(name) {
-				// Its claim is still held by the replica that owned it before; that one gives it back once it sees
-				// the change, which wakes this, and this retry covers a wake-up that did not come.
-				return ctrl.Result{RequeueAfter: initialBackoff}, nil
-			}
-			return ctrl.Result{}, nil
-		}
-	}
 	if factErr != nil {
 		p.event(&secret, corev1.EventTypeWarning, "InvalidRegistration", factErr.Error())
 	}
@@ -349,105 +322,7 @@ func (p *Provider) remove(ctx context.Context, name string, log logr.Logger, why
 	}
 	log.Info("Member removed", "reason", why)
 	p.changed(name)
-	if p.opts.Shard != nil {
-		p.shareMembers()
-		return p.opts.Shard.Forget(ctx, name)
-	}
 	return nil
-}
-
-// shareMembers tells the shard every registered member: who owns what depends on all of them.
-func (p *Provider) shareMembers() {
-	p.mu.RLock()
-	names := make([]string, 0, len(p.members))
-	for name := range p.members {
-		names = append(names, name)
-	}
-	p.mu.RUnlock()
-	p.opts.Shard.SetMembers(names)
-}
-
-// claim tells whether this replica holds the member's claim, taking it when the member is now this replica's.
-func (p *Provider) claim(ctx context.Context, name string) (bool, error) {
-	sh := p.opts.Shard
-	if !sh.Owns(name) {
-		return false, nil
-	}
-	return sh.Acquire(ctx, name)
-}
-
-// letGo stops this replica's work in a member another replica owns, then gives the claim back (if held), so that
-// the new owner starts only once this one stopped.
-func (p *Provider) letGo(ctx context.Context, name string, log logr.Logger) {
-	p.mu.Lock()
-	m := p.members[name]
-	engaged := m != nil && m.cancel != nil
-	if m != nil {
-		m.leaving = true
-	}
-	p.mu.Unlock()
-	p.disengage(name) // ends the requests of the passes under way there
-	if m != nil {
-		// A pass that began before must not write its member's status after the next owner began: wait for it.
-		if !waitFor(&m.work, p.opts.RequestTimeout) {
-			log.Info("Passes in the member did not end in time; handing it over anyway")
-		}
-	}
-	if p.opts.Shard.Holds(name) || engaged {
-		if err := p.opts.Shard.Release(ctx, name); err != nil {
-			log.Error(err, "Giving back the member's claim")
-		} else {
-			log.Info("Member handed over")
-		}
-	}
-	p.mu.Lock()
-	if m := p.members[name]; m != nil {
-		m.err, m.backoff, m.engagedAt, m.leaving = nil, 0, time.Time{}, false
-		p.report(name, m)
-	}
-	p.mu.Unlock()
-}
-
-// Use marks a pass under way in a member this replica works in, until done is called; ok is false when it does
-// not (any more), and the pass must leave the member alone. Without sharding every member is this replica's.
-// A replica handing a member over waits for the passes under way there (see letGo).
-//
-// A read lock is enough, and every pass of every MySQLCluster takes it for each member: letGo marks the member
-// leaving under the write lock before it waits, so an Add here either comes before that (and is waited for) or
-// finds the member leaving. With the write lock, passes queued on it behind one another on a busy machine (a
-// 20-member takeover's profile showed it, 2026-11-28).
-func (p *Provider) Use(name string) (done func(), ok bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := p.members[name]
-	if m == nil || m.leaving || !p.holds(name) {
-		return func() {}, false
-	}
-	m.work.Add(1)
-	return sync.OnceFunc(m.work.Done), true
-}
-
-// Leaving tells whether this replica is handing the member over, or no longer works there.
-func (p *Provider) Leaving(name string) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := p.members[name]
-	return m == nil || m.leaving || !p.holds(name)
-}
-
-// waitFor waits for the group, at most d; it tells whether the group was done.
-func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
-	}
 }
 
 func equalMember(a, b placement.Member) bool {

@@ -1,16 +1,12 @@
-// Package hubclient bounds the status writes a manager replica has in flight to the hub's API server.
+// Package hubclient bounds the status writes a manager has in flight to the hub's API server.
 //
-// A burst of new MySQLClusters makes every pass end in a status write, and a sharded fleet writes each MySQLCluster's
-// status several times (every replica its rows, the leader the rest). Unbounded, three replicas with a full set of
-// workers each put as many writes of a large status in front of the hub, each of which costs it CPU (the hub writes and
-// hub CPU-s columns of the scale runs in docs/benchmarks.md): every other request of the replicas then waits behind
-// them, the renewals of their Leases included, and a leader that cannot renew within its renew deadline stops (scale
-// runs before the bound saw it). The hub's throughput is what it is, so the bound costs no throughput; what it changes
-// is how long the other requests wait. Only status writes are bounded: the finalizers and the credentials Secret are
-// what a new MySQLCluster's first writes into members wait for, and must not queue behind reports. Reads come from the
-// cache, and the Leases have clients of their own. Sharded, the elected leader's summaries get a bound of their own:
-// sharing one with the rows of the leader's own members, the rows' writes waited behind the summaries and held the
-// leader's workers, and the leader's members converged last.
+// A burst of new MySQLClusters makes every pass end in a status write. Unbounded, a full set of workers puts as many
+// writes of a large status in front of the hub, each of which costs it CPU: every other request of the manager then
+// waits behind them, the renewals of its Lease included, and a leader that cannot renew within its renew deadline
+// stops. The hub's throughput is what it is, so the bound costs no throughput; what it changes is how long the other
+// requests wait. Only status writes are bounded: the finalizers and the credentials Secret are what a new
+// MySQLCluster's first writes into members wait for, and must not queue behind reports. Reads come from the cache,
+// and leader election's Lease has a client of its own.
 package hubclient
 
 import (

@@ -89,12 +89,3 @@ capabilities:
 {{/* The port of /healthz and /readyz, and of the metrics. Fixed: the probes and the Service name them. */}}
 {{- define "mysqlfleet.healthPort" -}}8081{{- end }}
 {{- define "mysqlfleet.metricsPort" -}}8080{{- end }}
-
-{{/* Whether the replicas divide the members among them: sharding.enabled, where "auto" means more than one. */}}
-{{- define "mysqlfleet.sharding" -}}
-{{- if eq (toString .Values.sharding.enabled) "auto" -}}
-{{- gt (int64 .Values.replicas) 1 -}}
-{{- else -}}
-{{- .Values.sharding.enabled -}}
-{{- end -}}
-{{- end }}
