@@ -102,27 +102,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 	if o.RunnerImage == "" {
 		o.RunnerImage = render.DefaultRunnerImage
 	}
-	ours := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
-	reports := labels.SelectorFromSet(labels.Set{v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent})
-	opts := manager.Options{
-		Scheme:                        Scheme(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:        o.HealthProbeBindAddress,
-		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              o.LeaderElectionID,
-		LeaderElectionNamespace:       o.Namespace,
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
-		// Only mysqlfleet's objects are cached: a member may run many other workloads.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&appsv1.StatefulSet{}: {Label: ours},
-			&corev1.Pod{}:         {Label: ours},
-			&corev1.ConfigMap{}:   {Label: reports},
-			&batchv1.Job{}:        {Label: ours},
-		}},
-		// Secrets are read live, never listed or watched: the controller may only get them.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-	}
+	opts := managerOptions(o)
 	lease, err := withLeaderElection(cfg, o, &opts)
 	if err != nil {
 		return nil, nil, err
@@ -143,7 +123,47 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		lease:       lease,
 		events:      mgr.GetEventRecorder("mysqlfleet-member"),
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	if err := r.setupWithManager(mgr, o); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, r, nil
+}
+
+// managerOptions are the manager's options but leader election's timings and lock (withLeaderElection).
+func managerOptions(o Options) manager.Options {
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
+	reports := labels.SelectorFromSet(labels.Set{v1alpha1.ReplicationComponentLabel: v1alpha1.ReplicationComponent})
+	return manager.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		// Only mysqlfleet's objects are cached: a member may run many other workloads.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.StatefulSet{}: {Label: ours},
+			&corev1.Pod{}:         {Label: ours},
+			&corev1.ConfigMap{}:   {Label: reports},
+			&batchv1.Job{}:        {Label: ours},
+		}},
+		// Secrets are read live, never listed or watched: the controller may only get them.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	}
+}
+
+// setupWithManager registers the controller of the StatefulSets mysqlfleet renders, and closes the connection
+// pools when the manager stops.
+func (r *Reconciler) setupWithManager(mgr manager.Manager, o Options) error {
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("member").
 		For(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 			sts, ok := obj.(*appsv1.StatefulSet)
@@ -163,23 +183,13 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		}).
 		Complete(r)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	// Close the connection pools when the manager stops.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		r.pools.closeAll()
 		return nil
-	})); err != nil {
-		return nil, nil, err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, nil, err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, nil, err
-	}
-	return mgr, r, nil
+	}))
 }
 
 // withLeaderElection sets the leader election's timings on opts, controller-runtime's defaults where o has none,

@@ -234,35 +234,16 @@ func (r *Reconciler) load(ctx context.Context, sts *appsv1.StatefulSet) (*scope,
 // all is reported as such, with the reason.
 func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.ReplicationReport, changed, planFailed bool) {
 	log := ctrl.LoggerFrom(ctx)
-	rec, err := readRecord(s.cm)
-	if err != nil {
-		s.recErr = err
-		return unobservedReport(s.prev, err), false, true
-	}
-	s.rec = rec
-	d, targets, err := desiredSet(s.sts, s.pods, r.Resolve, r.MaxLag)
+	in, err := r.passInputs(ctx, s)
 	if err != nil {
 		return unobservedReport(s.prev, err), false, true
 	}
-	creds, err := r.credentials(ctx, s.sts)
-	if err != nil {
-		return unobservedReport(s.prev, err), false, true
-	}
-	request, requestErr := requestedPrimary(s.sts)
-	d.Primary = request
-	flavor, err := mysql.FlavorFor(d.Engine)
-	if err != nil {
-		return unobservedReport(s.prev, err), false, true
-	}
+	d, targets, creds, flavor, seeds := in.desired, in.targets, in.creds, in.flavor, in.seeds
 	dsns := make([]string, len(targets))
 	for i, t := range targets {
 		if t.err == nil {
 			dsns[i] = dsn(v1alpha1.AdminUser, creds.admin, t.addr, r.StatusTimeout)
 		}
-	}
-	seeds, err := r.seedStates(ctx, s)
-	if err != nil {
-		return unobservedReport(s.prev, err), false, true
 	}
 	servers, openErrs := r.pools.servers(s.key, flavor, dsns)
 	ops := &clustering.ServerOps{
@@ -314,10 +295,49 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 	rep.Rebuilds = recentRebuilds(rebuilds, s.prev)
 	asyncCommits(&rep, plan, obs)
 	asyncWindow(&rep, plan, s.prev, metav1.Now())
-	if requestErr != nil && rep.LastError == "" {
-		rep.LastError = requestErr.Error()
+	if in.requestErr != nil && rep.LastError == "" {
+		rep.LastError = in.requestErr.Error()
 	}
 	return rep, plan.Requeue() || provisioned, execErr != nil
+}
+
+// inputs is what a pass knows before it reads any server: the set it wants, where each server is, the passwords,
+// the engine's flavor and the seeds under way; requestErr is a requested primary that could not be read (reported,
+// not fatal).
+type inputs struct {
+	desired    clustering.Desired
+	targets    []target
+	creds      credentials
+	flavor     mysql.Flavor
+	seeds      map[int]seedState
+	requestErr error
+}
+
+// passInputs reads a pass's inputs: the record, the contract, the credentials Secret and the seed Jobs. An error
+// means the set cannot be observed at all.
+func (r *Reconciler) passInputs(ctx context.Context, s *scope) (*inputs, error) {
+	rec, err := readRecord(s.cm)
+	if err != nil {
+		s.recErr = err
+		return nil, err
+	}
+	s.rec = rec
+	d, targets, err := desiredSet(s.sts, s.pods, r.Resolve, r.MaxLag)
+	if err != nil {
+		return nil, err
+	}
+	in := &inputs{desired: d, targets: targets}
+	if in.creds, err = r.credentials(ctx, s.sts); err != nil {
+		return nil, err
+	}
+	in.desired.Primary, in.requestErr = requestedPrimary(s.sts)
+	if in.flavor, err = mysql.FlavorFor(d.Engine); err != nil {
+		return nil, err
+	}
+	if in.seeds, err = r.seedStates(ctx, s); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // credentials are the passwords a pass uses, from the MySQLCluster's credentials Secret.
