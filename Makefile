@@ -72,7 +72,9 @@ test-tools:
 .PHONY: test
 test: deps test-tools check-generate vet ## Install packages and build tools, check generated files, vet, run every test against real API servers and MariaDB servers, then e2e.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	go test $(GO_TEST_FLAGS) ./...
+	@# The failures are repeated at the end: a CI log is read from its tail, where a failing test's own lines are long gone.
+	go test $(GO_TEST_FLAGS) ./... 2>&1 | tee $(BIN)/test.log || { echo "== failed (from $(BIN)/test.log) =="; \
+		grep -E -- '^\s*--- FAIL|^FAIL|^panic:|^\s+\S+_test\.go:[0-9]+:' $(BIN)/test.log | head -80; exit 1; }
 	$(MAKE) test-e2e
 
 .PHONY: test-e2e

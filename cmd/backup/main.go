@@ -9,6 +9,8 @@
 //	mysqlfleet-backup list    [flags]   print the complete backups, newest first (--output table|json)
 //	mysqlfleet-backup prune   [flags]   keep the newest --retention backups, delete the others
 //	mysqlfleet-backup seed    [flags]   load an empty replica (--target-host) with a dump of --host (see seed.go)
+//	mysqlfleet-backup agent   [flags]   serve physical backups of the server beside it (--listen), as the sidecar
+//	                                    of a database Pod; a backup Job asks it with --agents (see agent.go)
 //	mysqlfleet-backup install PATH      copy this binary to PATH (a Job's init container, from the manager's
 //	                                    image, which has no shell, into a volume the database image mounts)
 //
@@ -45,6 +47,9 @@
 //	                                 is extracted and prepared (default the system's temporary directory; on the
 //	                                 data volume the move is a rename); --server-version BACKUP_SERVER_VERSION the
 //	                                 version of the mariadbd that will run on it (default: mariadbd --version)
+//	--agents      BACKUP_AGENTS      backup agents to ask for a physical copy, host:port separated by commas, in
+//	                                 order (a Job lists <name>-replicas before <name>-primary) (backup --method
+//	                                 physical, where the Job's container has no data directory)
 //	--name        BACKUP_RESTORE_NAME backup to restore (restore)
 //	--new-cluster BACKUP_NEW_CLUSTER  restore as a new set's own history (see internal/backup) (restore)
 //	--wait        BACKUP_WAIT        wait this long for the server to answer before restoring (restore)
@@ -102,6 +107,7 @@ type options struct {
 	wait                                           time.Duration
 	reportFile                                     string
 	method, dataDir, workDir, serverVersion        string
+	agents                                         string
 }
 
 func env(key, def string) string {
@@ -150,12 +156,16 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.dataDir, "datadir", env("BACKUP_DATADIR", ""), "empty data directory to fill (restore --method physical)")
 	fs.StringVar(&o.workDir, "work-dir", env("BACKUP_WORK_DIR", ""), "where a physical restore extracts and prepares")
 	fs.StringVar(&o.serverVersion, "server-version", env("BACKUP_SERVER_VERSION", ""), "version of the mariadbd that will run on --datadir")
+	fs.StringVar(&o.agents, "agents", env("BACKUP_AGENTS", ""), "backup agents to ask for a physical copy (host:port,...)")
 }
 
 // hosts are the addresses --host lists.
-func (o *options) hosts() []string {
+func (o *options) hosts() []string { return list(o.host) }
+
+// list is the non-empty items of a comma-separated list.
+func list(s string) []string {
 	var out []string
-	for _, h := range strings.Split(o.host, ",") {
+	for _, h := range strings.Split(s, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			out = append(out, h)
 		}
@@ -163,18 +173,26 @@ func (o *options) hosts() []string {
 	return out
 }
 
+// password is $MYSQL_PWD, or the content of --password-file.
+func (o *options) password() (string, error) {
+	if o.passwordFile == "" {
+		return os.Getenv("MYSQL_PWD"), nil
+	}
+	b, err := os.ReadFile(o.passwordFile)
+	if err != nil {
+		return "", fmt.Errorf("failed to read the password: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
 func (o *options) source() (backup.Source, error) {
 	f, err := mysql.FlavorFor(mysql.Engine(o.engine))
 	if err != nil {
 		return backup.Source{}, err
 	}
-	password := os.Getenv("MYSQL_PWD")
-	if o.passwordFile != "" {
-		b, err := os.ReadFile(o.passwordFile)
-		if err != nil {
-			return backup.Source{}, fmt.Errorf("failed to read the password: %w", err)
-		}
-		password = strings.TrimRight(string(b), "\r\n")
+	password, err := o.password()
+	if err != nil {
+		return backup.Source{}, err
 	}
 	conn := mysql.DumpOptions{Path: o.tool, User: o.user, Socket: o.socket}
 	if o.socket == "" {
@@ -259,6 +277,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cmd == "seed" {
 		return runSeed(ctx, args[1:], stdout, stderr)
+	}
+	if cmd == "agent" {
+		return runAgent(ctx, args[1:], stderr)
 	}
 	fs := flag.NewFlagSet("mysqlfleet-backup "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -356,8 +377,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-// takeBackup dumps the first of the listed servers that answers, recording its Pod.
+// takeBackup dumps the first of the listed servers that answers, recording its Pod; or, physical with
+// --agents, has the first agent that answers copy its server.
 func takeBackup(ctx context.Context, o *options, store backup.Store, stderr io.Writer) (*backup.Manifest, error) {
+	if agents := list(o.agents); len(agents) > 0 {
+		if backup.Method(o.method) != backup.Physical {
+			return nil, fmt.Errorf("--agents take physical backups, not %s ones", o.method)
+		}
+		f, err := mysql.FlavorFor(mysql.Engine(o.engine))
+		if err != nil {
+			return nil, err
+		}
+		password, err := o.password()
+		if err != nil {
+			return nil, err
+		}
+		_, _ = fmt.Fprintf(stderr, "Backing up through the backup agent of %s, physical\n", strings.Join(agents, " or "))
+		return backup.Run(ctx, backup.Options{Source: backup.Source{Flavor: f}, Store: store, Cluster: o.cluster,
+			Namespace: o.namespace, Member: o.member, Pod: o.pod, Stderr: stderr, MaxRunDuration: o.maxRunDuration,
+			Method: backup.Physical, Agents: &backup.Agents{Addrs: agents, Token: backup.AgentToken(password)}})
+	}
 	src, err := o.source()
 	if err != nil {
 		return nil, err

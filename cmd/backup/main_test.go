@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
@@ -146,4 +148,82 @@ func dirRunner(ctx context.Context, t *testing.T, dir string) func(args ...strin
 		}
 		return out.String(), err
 	}
+}
+
+// TestAgentCommands takes a physical backup as a backup Job does for a database Pod: `agent` serves the server
+// beside it with the admin account's password, and `backup --agents` asks it (after an address where nothing
+// listens, as a Service without endpoints) for the copy. A Job with another password is refused.
+func TestAgentCommands(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := mysqltest.Start(t)
+	db := src.OpenRoot()
+	for _, q := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO app.t VALUES (1, 'one')", "CREATE USER admin@localhost IDENTIFIED BY 'admin-secret'",
+		"GRANT ALL ON *.* TO admin@localhost"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	password := func(s string) string {
+		p := filepath.Join(t.TempDir(), "password")
+		if err := os.WriteFile(p, []byte(s+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cmd := dirRunner(ctx, t, filepath.Join(t.TempDir(), "backups"))
+	t.Setenv("POD_NAME", "orders-2")
+	if _, err := cmd("agent", "--socket", src.Socket, "--listen", "127.0.0.1:0"); err == nil ||
+		!strings.Contains(err.Error(), "password") {
+		t.Fatalf("an agent without a password: %v, want it refused", err)
+	}
+	listen := closedAddr(t)
+	agentDone := make(chan error, 1)
+	go func() {
+		_, err := cmd("agent", "--socket", src.Socket, "--user", "admin", "--password-file", password("admin-secret"),
+			"--listen", listen)
+		agentDone <- err
+	}()
+	closed := closedAddr(t)
+	var out string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if out, err = cmd("backup", "--method", "physical", "--agents", closed+","+listen, "--password-file",
+			password("admin-secret"), "--member", "eu-1"); err == nil || !strings.Contains(err.Error(), listen+": ") ||
+			!strings.Contains(err.Error(), "refused") {
+			break // taken, or refused for another reason than the agent not listening yet
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m backup.Manifest
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m.Method != backup.Physical || m.Pod != "orders-2" ||
+		m.Member != "eu-1" || m.GTIDPosition == "" {
+		t.Fatalf("backup printed %q: %v", out, err)
+	}
+	if _, err := cmd("backup", "--method", "physical", "--agents", listen, "--password-file",
+		password("another password")); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a backup with another password: %v, want it refused by the agent", err)
+	}
+	if _, err := cmd("backup", "--agents", listen); err == nil || !strings.Contains(err.Error(), "physical") {
+		t.Errorf("a logical backup through agents: %v, want it refused", err)
+	}
+	cancel()
+	if err := <-agentDone; err != nil {
+		t.Errorf("the agent ended with %v", err)
+	}
+}
+
+// closedAddr is a loopback address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
 }

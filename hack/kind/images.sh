@@ -390,7 +390,8 @@ node_image() {
 # ---------------------------------------------------------------------------------------------------------------
 # The database image
 
-MARIADB_PACKAGES=mariadb-server,mariadb-client,ca-certificates,procps,gzip,tzdata
+# mariadb-backup: the physical backups of the backup agent sidecar (the official images ship it too).
+MARIADB_PACKAGES=mariadb-server,mariadb-client,mariadb-backup,ca-certificates,procps,gzip,tzdata
 
 mariadb_image() {
   local k ref archive tarball dir

@@ -98,50 +98,33 @@ func mariadbBackupArgs(conn mysql.DumpOptions, targetDir string, logCopy time.Du
 	return args
 }
 
-// runPhysical is Run for Physical: mariadb-backup --backup --stream=xbstream → zstd → SHA-256 → store, then
-// the manifest. It runs where the server's data directory is (mariadb-backup reads the files, and asks the
-// server over the connection where they are and for its BACKUP STAGE locks).
+// runPhysical is Run for Physical: a copy of the data directory as an xbstream (mariadb-backup run here, or by
+// the backup agent beside the server when Options.Agents names agents) → zstd → SHA-256 → store, then the
+// manifest. mariadb-backup runs where the server's data directory is: it reads the files, and asks the server
+// over the connection where they are and for its BACKUP STAGE locks.
 func runPhysical(ctx context.Context, o Options, name string, start time.Time, now func() time.Time) (*Manifest, error) {
 	if e := o.Source.Flavor.Engine(); e != mysql.MariaDB {
 		return nil, fmt.Errorf("physical backups are implemented for MariaDB (mariadb-backup), not %s", e)
 	}
-	conn, cleanup, err := withDefaultsFile(o.Source)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	scratch, err := os.MkdirTemp(o.TempDir, "mysqlfleet-physical-")
-	if err != nil {
-		return nil, fmt.Errorf("failed to create mariadb-backup's target directory: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(scratch) }()
-	args := mariadbBackupArgs(conn, scratch, cmp.Or(o.LogCopyInterval, DefaultLogCopyInterval))
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// mariadb-backup logs to standard error: one line per file, and at the end the lines this run needs.
-	tail := tailBuffer{max: messageSize}
-	facts := &backupLog{}
-	stderr := io.MultiWriter(&tail, facts)
-	if o.Stderr != nil {
-		stderr = io.MultiWriter(stderr, o.Stderr)
+	var x *xbstream
+	var err error
+	if o.Agents != nil {
+		x, err = o.Agents.start(ctx)
+	} else {
+		x, err = startMariaDBBackup(ctx, o.Source, o.TempDir, o.LogCopyInterval, o.Stderr)
 	}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("failed to start %s: %w", args[0], err)
-	}
+	defer x.close()
 
 	pr, pw := io.Pipe()
 	sum := sha256.New()
 	stored := &counter{}
 	var streamed int64
+	var position, version string
 	workers := zstdWorkers()
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(ZstdLevel), zstd.WithEncoderConcurrency(workers))
 	if err != nil {
@@ -149,35 +132,103 @@ func runPhysical(ctx context.Context, o Options, name string, start time.Time, n
 	}
 	copyDone := make(chan error, 1)
 	go func() {
-		n, copyErr := compressFrames(io.MultiWriter(pw, sum, stored), stdout, enc, workers)
+		n, copyErr := compressFrames(io.MultiWriter(pw, sum, stored), x.r, enc, workers)
 		streamed = n
-		waitErr := cmd.Wait()
-		err := errors.Join(copyErr, waitErr)
-		if waitErr != nil {
-			err = fmt.Errorf("%s failed: %w: %s", filepath.Base(args[0]), waitErr, tail.String())
-		} else if copyErr != nil {
+		var endErr error
+		position, version, endErr = x.end()
+		err := endErr
+		if err == nil && copyErr != nil {
 			err = fmt.Errorf("failed to compress the stream: %w", copyErr)
-		} else if !facts.completed() {
-			// mariadb-backup 10.11 ends a good run with "completed OK!"; an exit 0 without it is not one.
-			err = fmt.Errorf("%s exited without completing: %s", filepath.Base(args[0]), tail.String())
 		}
-		// A nil error is EOF for the store, only once mariadb-backup succeeded; anything else fails the upload,
-		// so that a stream cut short (which may end between two frames) is never stored whole.
+		// A nil error is EOF for the store, only once the copy completed; anything else fails the upload, so
+		// that a stream cut short (which may end between two frames) is never stored whole.
 		copyDone <- err
 		_ = pw.CloseWithError(err)
 	}()
 	if err := upload(ctx, cancel, o.Store, physicalKey(name), pr, copyDone); err != nil {
 		return nil, fmt.Errorf("backup %s failed: %w", name, err)
 	}
-	position, version, err := facts.result(o.Source.Flavor)
+	set, err := o.Source.Flavor.ParseGTIDSet(position)
 	if err != nil {
-		return nil, fmt.Errorf("backup %s: %w", name, err)
+		return nil, fmt.Errorf("backup %s: mariadb-backup's GTID position %q: %w", name, position, err)
 	}
 	m := o.manifest(name, start, now().UTC())
 	m.FormatVersion, m.Method, m.Object, m.Compression = physicalFormatVersion, Physical, physicalKey(name), compressionZstd
-	m.ServerVersion, m.GTIDPosition = version, position
+	m.ServerVersion, m.GTIDPosition = version, set.String()
 	m.Size, m.DumpSize, m.SHA256 = stored.n, streamed, hex.EncodeToString(sum.Sum(nil))
+	if x.host != "" {
+		m.Host = x.host
+	}
+	if m.Pod == "" {
+		m.Pod = x.pod
+	}
 	return publish(ctx, o.Store, m)
+}
+
+// xbstream is a physical copy of a server's data directory being taken: the stream, and its outcome once the
+// stream has been read to its end.
+type xbstream struct {
+	r io.Reader
+	// end waits for the copy to finish, after r was read to its end or given up on, and returns the GTID
+	// position of the copy and the server's version; an error unless the copy completed.
+	end func() (position, version string, err error)
+	// close releases what the copy held; called after end.
+	close func()
+	// host is where the copy was taken (the agent's address), pod the Pod it came from when an agent said so;
+	// both empty when the copy ran here.
+	host, pod string
+}
+
+// startMariaDBBackup starts mariadb-backup --backup --stream=xbstream against src, here, with its scratch
+// target directory in tempDir and --log-copy-interval logCopy (zero: DefaultLogCopyInterval). Its log goes to
+// stderr too, when not nil. The tool is killed when ctx ends.
+func startMariaDBBackup(ctx context.Context, src Source, tempDir string, logCopy time.Duration, stderr io.Writer) (*xbstream, error) {
+	conn, cleanup, err := withDefaultsFile(src)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp(tempDir, "mysqlfleet-physical-")
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("failed to create mariadb-backup's target directory: %w", err)
+	}
+	release := func() {
+		cleanup()
+		_ = os.RemoveAll(scratch)
+	}
+	args := mariadbBackupArgs(conn, scratch, cmp.Or(logCopy, DefaultLogCopyInterval))
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// mariadb-backup logs to standard error: one line per file, and at the end the lines this run needs.
+	tail := &tailBuffer{max: messageSize}
+	facts := &backupLog{}
+	log := io.MultiWriter(tail, facts)
+	if stderr != nil {
+		log = io.MultiWriter(log, stderr)
+	}
+	cmd.Stderr = log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		release()
+		return nil, fmt.Errorf("failed to start %s: %w", args[0], err)
+	}
+	tool := filepath.Base(args[0])
+	end := func() (string, string, error) {
+		if err := cmd.Wait(); err != nil {
+			return "", "", fmt.Errorf("%s failed: %w: %s", tool, err, tail.String())
+		}
+		if !facts.completed() {
+			// mariadb-backup 10.11 ends a good run with "completed OK!"; an exit 0 without it is not one.
+			return "", "", fmt.Errorf("%s exited without completing: %s", tool, tail.String())
+		}
+		return facts.result()
+	}
+	return &xbstream{r: stdout, end: end, close: release}, nil
 }
 
 var (
@@ -239,7 +290,7 @@ func (l *backupLog) completed() bool {
 	return l.ok || logCompleted.Match(l.partial)
 }
 
-func (l *backupLog) result(f mysql.Flavor) (position, version string, err error) {
+func (l *backupLog) result() (position, version string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.version == "" {
@@ -249,11 +300,7 @@ func (l *backupLog) result(f mysql.Flavor) (position, version string, err error)
 		// A server without a binary log: no position to replicate from, so not a backup of a mysqlfleet member.
 		return "", "", fmt.Errorf("mariadb-backup recorded no binary log position: %w", mysql.ErrNoGTIDPosition)
 	}
-	set, err := f.ParseGTIDSet(*l.position)
-	if err != nil {
-		return "", "", fmt.Errorf("mariadb-backup's GTID position %q: %w", *l.position, err)
-	}
-	return set.String(), l.version, nil
+	return *l.position, l.version, nil
 }
 
 // PhysicalRestoreOptions of one physical restore.

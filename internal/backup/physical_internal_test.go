@@ -52,7 +52,7 @@ func TestBackupLog(t *testing.T) {
 				_, _ = l.Write([]byte(s[:min(len(s), 7)]))
 			}
 			g.Expect(l.completed()).To(Equal(tt.completed))
-			pos, version, err := l.result(mysql.MariaDBFlavor{})
+			pos, version, err := l.result()
 			if tt.errHas != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.errHas)))
 				return

@@ -53,6 +53,9 @@ type Options struct {
 	LogCopyInterval time.Duration
 	// TempDir is where mariadb-backup gets its scratch target directory (physical); empty means the system's.
 	TempDir string
+	// Agents, for a physical backup, are the backup agents (see Agent) asked for the copy instead of running
+	// mariadb-backup here: a backup Job's container has no data directory. Source then only names the engine.
+	Agents *Agents
 }
 
 // DefaultMaxRunDuration is how long a backup run may take at most: past it, Run stops and writes no manifest,
