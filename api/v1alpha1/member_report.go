@@ -164,6 +164,9 @@ type JobReportBackup struct {
 	Size            int64     `json:"size"`
 	GTIDPosition    string    `json:"gtidPosition"`
 	Pod             string    `json:"pod,omitempty"`
+	// Method is the manifest's: "logical" (or absent, in manifests written before physical backups) or
+	// "physical".
+	Method string `json:"method,omitempty"`
 }
 
 // ReplicationInstance is one instance (Pod) in a ReplicationReport.

@@ -75,6 +75,7 @@ const (
 
 // MySQLClusterSpec is what a database needs, and where.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.method) || self.backup.method != 'Physical' || (has(self.engine) && self.engine == 'MariaDB')",message="backup.method Physical needs engine MariaDB: MySQL's physical backups (XtraBackup, CLONE) are not implemented",fieldPath=".backup.method"
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.restore) == has(self.restore)",message="restore can only be set when the MySQLCluster is created",fieldPath=".restore"
 // +kubebuilder:validation:XValidation:rule="!has(self.primaries) || self.primaries.all(k, self.primaries[k] < (has(self.replicas) ? self.replicas : 1))",message="primaries name an ordinal below replicas: the Pods are <name>-0 to <name>-(replicas-1)",fieldPath=".primaries"
@@ -252,8 +253,29 @@ type Storage struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
+// BackupMethod is how a backup is taken.
+// +kubebuilder:validation:Enum=Logical;Physical
+type BackupMethod string
+
+const (
+	// BackupLogical dumps the server (mariadb-dump or mysqldump) from the backup Job: any server of the engine
+	// can load it.
+	BackupLogical BackupMethod = "Logical"
+	// BackupPhysical copies the server's data directory with mariadb-backup (MariaDB only), by the backup agent
+	// that then runs beside every database server; restored only into the same MariaDB major.minor version.
+	BackupPhysical BackupMethod = "Physical"
+)
+
 // Backup runs mysqldump on a schedule in every member.
 type Backup struct {
+	// Method is Logical (the default: a dump, taken by the backup Job) or Physical (MariaDB: a copy of the data
+	// directory by mariadb-backup, taken by a backup agent that runs as a sidecar of every database Pod, which
+	// the Pods are restarted once to get). Both come from a replica in sync when there is one. spec.restore
+	// restores logical backups only: a physical one is restored by hand (mysqlfleet-backup restore --method
+	// physical) until it restores them too.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+
 	// Schedule in standard cron syntax (five fields, or a macro such as @daily). An H in the minute or hour field
 	// stands for a value hashed from the database and member names, so that a fleet's backups do not all start
 	// at once; H(a-b) hashes within a range.
@@ -624,6 +646,9 @@ type BackupRecord struct {
 	// Pod is the database Pod the dump was taken from.
 	// +optional
 	Pod string `json:"pod,omitempty"`
+	// Method is Logical or Physical, from the manifest.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
 }
 
 // BackupFailure is a backup Job that failed.

@@ -317,6 +317,11 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 				"credentialsSecretRef": map[string]any{"name": "minio"}}}}))},
 		{"azure container of 3 characters", edits(set("spec.backup", map[string]any{"schedule": "@daily", "target": map[string]any{
 			"azureBlob": map[string]any{"container": "a-1", "credentialsSecretRef": map[string]any{"name": "azure"}}}}))},
+		{"physical backups of MariaDB", edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "method": "Physical", "target": map[string]any{
+				"pvc": map[string]any{"size": "5Gi"}}}))},
+		{"logical backups of MySQL", edits(set("spec.backup", map[string]any{"schedule": "@daily", "method": "Logical",
+			"target": map[string]any{"pvc": map[string]any{"size": "5Gi"}}}))},
 		{"paused with NodePort and Delete", edits(set("spec.paused", true), set("spec.serviceType", "NodePort"),
 			set("spec.deletionPolicy", "Delete"))},
 	}
@@ -414,6 +419,12 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			"schedule": "@daily", "target": map[string]any{"azureBlob": map[string]any{
 				"container": "Bad_Name", "credentialsSecretRef": map[string]any{"name": "azure"}}}})),
 			want: "spec.backup.target.azureBlob.container: Invalid value: \"Bad_Name\": container must be an Azure container name"},
+		{name: "physical backups of MySQL", edits: edits(set("spec.backup", map[string]any{
+			"schedule": "@daily", "method": "Physical", "target": map[string]any{"pvc": pvc}})),
+			want: "spec.backup.method: Invalid value: backup.method Physical needs engine MariaDB: MySQL's physical backups (XtraBackup, CLONE) are not implemented"},
+		{name: "backup method Snapshot", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "method": "Snapshot", "target": map[string]any{"pvc": pvc}})),
+			want: "spec.backup.method: Unsupported value: \"Snapshot\": supported values: \"Logical\", \"Physical\""},
 		{name: "serviceType Ingress", edits: edits(set("spec.serviceType", "Ingress")),
 			want: "spec.serviceType: Unsupported value: \"Ingress\": supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\""},
 		{name: "deletionPolicy Keep", edits: edits(set("spec.deletionPolicy", "Keep")),

@@ -234,6 +234,7 @@ type retainedEntry struct {
 	Size         int64     `json:"size"`
 	GTIDPosition string    `json:"gtidPosition,omitempty"`
 	Pod          string    `json:"pod,omitempty"`
+	Method       string    `json:"method,omitempty"`
 }
 
 const terminationMessageSize = 4096
@@ -248,7 +249,7 @@ func writeReport(path string, r report) error {
 	var retained []retainedEntry
 	for _, m := range r.Retained {
 		retained = append(retained, retainedEntry{Name: m.Name, EndTime: m.EndTime, Size: m.Size,
-			GTIDPosition: m.GTIDPosition, Pod: m.Pod})
+			GTIDPosition: m.GTIDPosition, Pod: m.Pod, Method: string(m.Method)})
 	}
 	for n := len(retained); ; n-- {
 		b, err := json.Marshal(struct {

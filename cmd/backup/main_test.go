@@ -174,17 +174,19 @@ func TestAgentCommands(t *testing.T) {
 	}
 	cmd := dirRunner(ctx, t, filepath.Join(t.TempDir(), "backups"))
 	t.Setenv("POD_NAME", "orders-2")
-	if _, err := cmd("agent", "--socket", src.Socket, "--listen", "127.0.0.1:0"); err == nil ||
-		!strings.Contains(err.Error(), "password") {
-		t.Fatalf("an agent without a password: %v, want it refused", err)
+	agent := func(args ...string) (string, <-chan error) {
+		listen := closedAddr(t)
+		done := make(chan error, 1)
+		go func() {
+			_, err := cmd(append([]string{"agent", "--socket", src.Socket, "--listen", listen}, args...)...)
+			done <- err
+		}()
+		return listen, done
 	}
-	listen := closedAddr(t)
-	agentDone := make(chan error, 1)
-	go func() {
-		_, err := cmd("agent", "--socket", src.Socket, "--user", "admin", "--password-file", password("admin-secret"),
-			"--listen", listen)
-		agentDone <- err
-	}()
+	// An agent without a password keeps running (a sidecar that exits makes its Pod unready) and says why it
+	// takes no backup.
+	unusable, unusableDone := agent()
+	listen, agentDone := agent("--user", "admin", "--password-file", password("admin-secret"))
 	closed := closedAddr(t)
 	var out string
 	var err error
@@ -210,9 +212,16 @@ func TestAgentCommands(t *testing.T) {
 	if _, err := cmd("backup", "--agents", listen); err == nil || !strings.Contains(err.Error(), "physical") {
 		t.Errorf("a logical backup through agents: %v, want it refused", err)
 	}
+	if _, err := cmd("backup", "--method", "physical", "--agents", unusable, "--password-file",
+		password("admin-secret")); err == nil || !strings.Contains(err.Error(), "503") ||
+		!strings.Contains(err.Error(), "password") {
+		t.Errorf("a backup of an agent without a password: %v, want its reason", err)
+	}
 	cancel()
-	if err := <-agentDone; err != nil {
-		t.Errorf("the agent ended with %v", err)
+	for _, done := range []<-chan error{agentDone, unusableDone} {
+		if err := <-done; err != nil {
+			t.Errorf("an agent ended with %v", err)
+		}
 	}
 }
 

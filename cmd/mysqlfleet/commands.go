@@ -239,7 +239,7 @@ func newBackupsCommand(name string, hub *cli.Hub, streams genericiooptions.IOStr
 	cmd := &cobra.Command{
 		Use:   "backups NAME",
 		Short: "List a MySQLCluster's backups across its members",
-		Long: `List a MySQLCluster's backups across its members, newest first: TIME MEMBER BACKUP SIZE DURATION POD GTID.
+		Long: `List a MySQLCluster's backups across its members, newest first: TIME MEMBER BACKUP METHOD SIZE DURATION POD GTID.
 
 The list is what the manager reports: per member, the backups its store kept after the last successful backup
 (from the backup runner's report of that backup's Job, at most 25), and the last failed backup Job when it is

@@ -40,8 +40,13 @@ type jobOutcome struct {
 const maxRetained = 25
 
 func record(b v1alpha1.JobReportBackup) v1alpha1.BackupRecord {
+	method := v1alpha1.BackupLogical
+	if b.Method == "physical" {
+		method = v1alpha1.BackupPhysical
+	}
 	return v1alpha1.BackupRecord{Name: b.Name, Time: metav1.NewTime(b.EndTime.UTC().Truncate(time.Second)),
-		DurationMilliseconds: int64(b.DurationSeconds * 1000), Size: b.Size, GTIDPosition: b.GTIDPosition, Pod: b.Pod}
+		DurationMilliseconds: int64(b.DurationSeconds * 1000), Size: b.Size, GTIDPosition: b.GTIDPosition, Pod: b.Pod,
+		Method: method}
 }
 
 // outcomeOf reads a finished Pod's runner report; ok is false while the Pod has not ended.

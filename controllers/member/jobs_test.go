@@ -1,6 +1,7 @@
 package member
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,10 @@ func TestBackupOutcomesComeFromTheRunnersReport(t *testing.T) {
 	g.Expect(done).To(BeTrue())
 	g.Expect(ok.backup).To(Equal(&v1alpha1.BackupRecord{Name: "20261124T030000000Z",
 		Time: metav1.NewTime(t0.Add(42 * time.Second)), DurationMilliseconds: 42100, Size: 1048576,
-		GTIDPosition: "0-1001-7", Pod: "db-1"}))
+		GTIDPosition: "0-1001-7", Pod: "db-1", Method: v1alpha1.BackupLogical}), "a manifest without a method is logical")
+	physical, _ := outcomeOf(finishedPod("p", corev1.PodSucceeded, t0, strings.Replace(manifest, `"pod":"db-1"`,
+		`"pod":"db-1","method":"physical"`, 1)))
+	g.Expect(physical.backup.Method).To(Equal(v1alpha1.BackupPhysical))
 
 	// A Pod that succeeded without the runner's manifest made no backup.
 	empty, _ := outcomeOf(finishedPod("b", corev1.PodSucceeded, t0.Add(time.Hour), ""))

@@ -72,6 +72,10 @@ func (r *MySQLClusterReconciler) resolveRestore(ctx context.Context, s *scope) {
 			return
 		}
 	}
+	if err := logicalBackupToRestore(&src, plan.from.Member, plan.backup); err != nil {
+		s.restoreErr = err
+		return
+	}
 	if plan.target.PVC != nil && ns != c.Namespace {
 		s.restoreErr = fmt.Errorf("%w: spec.restore: backups on a volume (a PVC target) can be restored only in "+
 			"their own namespace, %s; restore from an object store to another namespace", render.ErrInvalid, ns)
@@ -79,6 +83,38 @@ func (r *MySQLClusterReconciler) resolveRestore(ctx context.Context, s *scope) {
 	}
 	s.restore = plan
 	c.Status.RestoredFrom = &plan.from
+}
+
+// logicalBackupToRestore refuses, before any restore Job runs, a restore that can only fail there: the restore
+// Job loads logical backups only (physical ones are restored by hand for now, docs/backups.md), so a named backup
+// that the source's status shows as physical, or no name where every backup the member reports is physical, is
+// a spec error. What the source does not report (a deleted source, a backup older than its status shows) is left
+// to the Job, which says so itself.
+func logicalBackupToRestore(src *v1alpha1.MySQLCluster, member, backup string) error {
+	var records []v1alpha1.BackupRecord
+	for _, m := range src.Status.Members {
+		if m.Name == member && m.Backups != nil {
+			records = m.Backups.Retained
+			if m.Backups.LastSuccessful != nil {
+				records = append(records, *m.Backups.LastSuccessful)
+			}
+		}
+	}
+	logical := false
+	for _, r := range records {
+		if r.Method == v1alpha1.BackupPhysical && r.Name == backup {
+			return fmt.Errorf("%w: spec.restore: backup %s of %s/%s in member %s is physical, and a restore loads "+
+				"logical backups only: name a logical one, or restore it by hand (mysqlfleet-backup restore "+
+				"--method physical)", render.ErrInvalid, backup, src.Namespace, src.Name, member)
+		}
+		logical = logical || r.Method != v1alpha1.BackupPhysical
+	}
+	if backup == "" && len(records) > 0 && !logical {
+		return fmt.Errorf("%w: spec.restore: every backup of %s/%s that member %s reports is physical, and a "+
+			"restore loads logical backups only: name a logical one with spec.restore.backup, or restore by hand "+
+			"(mysqlfleet-backup restore --method physical)", render.ErrInvalid, src.Namespace, src.Name, member)
+	}
+	return nil
 }
 
 // newestBackupMember is the member of src whose last successful backup is the newest, "" if none has one.

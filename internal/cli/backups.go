@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func ListBackups(ctx context.Context, hub Hub, opts BackupsOptions) (*BackupsVie
 	return v, nil
 }
 
-// Backups prints a MySQLCluster's backups: TIME MEMBER BACKUP SIZE DURATION POD GTID, newest first.
+// Backups prints a MySQLCluster's backups: TIME MEMBER BACKUP METHOD SIZE DURATION POD GTID, newest first.
 func Backups(ctx context.Context, hub Hub, opts BackupsOptions, streams genericiooptions.IOStreams) error {
 	if err := ValidateOutput(opts.Output); err != nil {
 		return err
@@ -84,11 +85,13 @@ func Backups(ctx context.Context, hub Hub, opts BackupsOptions, streams generici
 		return err
 	}
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		column("Time", false), column("Member", false), column("Backup", false), column("Size", false),
-		column("Duration", false), column("Pod", false), column("GTID", false),
+		column("Time", false), column("Member", false), column("Backup", false), column("Method", false),
+		column("Size", false), column("Duration", false), column("Pod", false), column("GTID", false),
 	}}
 	for _, b := range v.Backups {
-		table.Rows = append(table.Rows, row(b.Time.UTC().Format(time.RFC3339), b.Member, b.Name, size(b.Size),
+		// A record from before the method was recorded is of a logical backup: there were no others.
+		method := cmp.Or(b.Method, v1alpha1.BackupLogical)
+		table.Rows = append(table.Rows, row(b.Time.UTC().Format(time.RFC3339), b.Member, b.Name, string(method), size(b.Size),
 			(time.Duration(b.DurationMilliseconds)*time.Millisecond).Round(100*time.Millisecond).String(),
 			orDash(b.Pod), orDash(b.GTIDPosition)))
 	}

@@ -1069,7 +1069,8 @@ func testBackups(e *env, t *testing.T) {
 			LastSuccessful: &v1alpha1.BackupRecord{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1",
 				GTIDPosition: "0-1001-9"},
 			Retained: []v1alpha1.BackupRecord{
-				{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-9"},
+				{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-9",
+					Method: v1alpha1.BackupPhysical},
 				{Name: "20261124T030000000Z", Time: at(0), Size: 2 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-5"},
 			}}},
 		{Name: gcpMember, Replicas: 2, Backups: &v1alpha1.MemberBackups{
@@ -1081,10 +1082,10 @@ func testBackups(e *env, t *testing.T) {
 	g.Expect(cli.Backups(ctx, e.hubIn("shop"), cli.BackupsOptions{Name: "ledger"}, streams)).To(Succeed())
 	t.Logf("backups:\n%s%s", out.String(), errOut.String())
 	g.Expect(rows(out.String())).To(Equal([][]string{
-		{"TIME", "MEMBER", "BACKUP", "SIZE", "DURATION", "POD", "GTID"},
-		{"2026-11-24T05:00:00Z", awsMember, "20261124T050000000Z", "3.0MiB", "0s", "ledger-1", "0-1001-9"},
-		{"2026-11-24T04:00:00Z", gcpMember, "20261124T040000000Z", "1.0KiB", "0s", "ledger-0", "-"},
-		{"2026-11-24T03:00:00Z", awsMember, "20261124T030000000Z", "2.0MiB", "0s", "ledger-1", "0-1001-5"},
+		{"TIME", "MEMBER", "BACKUP", "METHOD", "SIZE", "DURATION", "POD", "GTID"},
+		{"2026-11-24T05:00:00Z", awsMember, "20261124T050000000Z", "Physical", "3.0MiB", "0s", "ledger-1", "0-1001-9"},
+		{"2026-11-24T04:00:00Z", gcpMember, "20261124T040000000Z", "Logical", "1.0KiB", "0s", "ledger-0", "-"},
+		{"2026-11-24T03:00:00Z", awsMember, "20261124T030000000Z", "Logical", "2.0MiB", "0s", "ledger-1", "0-1001-5"},
 	}))
 	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": the last backup Job failed"))
 

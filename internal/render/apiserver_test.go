@@ -43,11 +43,16 @@ func TestAgainstAPIServer(t *testing.T) {
 
 	for name, target := range map[string]v1alpha1.BackupTarget{
 		"pvc": pvcTarget(), "s3": s3Target("https://minio.example.com"), "gcs": gcsTarget("https://storage.example.com"),
-		"azure": azureTarget("https://acct.blob.core.windows.net"),
+		"azure": azureTarget("https://acct.blob.core.windows.net"), "physical": s3Target("https://minio.example.com"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := fullCluster(withBackup("H H(1-4) * * *", target))
+			if name == "physical" {
+				// MariaDB with physical backups: the Pods run the backup agent, the Services publish it.
+				c.Spec.Engine, c.Spec.Version = v1alpha1.EngineMariaDB, "10.11"
+				c.Spec.Backup.Method = v1alpha1.BackupPhysical
+			}
 			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 			o, err := Render(c, gcpMember, creds)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -66,7 +71,8 @@ func TestAgainstAPIServer(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				expectExtracted(g, o.ConfigMap, func() (any, error) { return corev1ac.ExtractConfigMap(cm, v1alpha1.FieldManager) })
 
-				for _, svc := range []*corev1ac.ServiceApplyConfiguration{o.HeadlessService, o.Service} {
+				for _, svc := range []*corev1ac.ServiceApplyConfiguration{o.HeadlessService, o.Service, o.PrimaryService,
+					o.ReplicasService} {
 					live, err := cs.CoreV1().Services(c.Namespace).Apply(ctx, svc, opts)
 					g.Expect(err).NotTo(HaveOccurred())
 					expectExtracted(g, svc, func() (any, error) { return corev1ac.ExtractService(live, v1alpha1.FieldManager) })

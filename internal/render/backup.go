@@ -111,9 +111,14 @@ func backupEnv(c *v1alpha1.MySQLCluster, member string) []*corev1ac.EnvVarApplyC
 	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
 		return corev1ac.EnvVar().WithName(name).WithValue(v)
 	}
-	env := []*corev1ac.EnvVarApplyConfiguration{
-		value("BACKUP_ENGINE", string(engine(c))),
-		value("MYSQL_HOST", c.ReplicasServiceName()+","+c.PrimaryServiceName()),
+	env := []*corev1ac.EnvVarApplyConfiguration{value("BACKUP_ENGINE", string(engine(c)))}
+	if PhysicalBackups(c) {
+		// The copy is taken by the backup agent beside the server (agent.go); the Job stores it.
+		env = append(env, value("BACKUP_METHOD", "physical"), value("BACKUP_AGENTS", backupAgentAddrs(c)))
+	} else {
+		env = append(env, value("MYSQL_HOST", c.ReplicasServiceName()+","+c.PrimaryServiceName()))
+	}
+	env = append(env,
 		value("MYSQL_USER", v1alpha1.AdminUser),
 		secretEnv("MYSQL_PWD", c.CredentialsSecretName(), v1alpha1.AdminPasswordKey),
 		value("BACKUP_NAME", c.Name),
@@ -123,7 +128,7 @@ func backupEnv(c *v1alpha1.MySQLCluster, member string) []*corev1ac.EnvVarApplyC
 		value("BACKUP_REPORT_FILE", corev1.TerminationMessagePathDefault),
 		// The clouds' SDKs keep nothing on disk, but a user's credentials helper might.
 		value("HOME", "/tmp"),
-	}
+	)
 	return append(env, targetEnv(b.Target, BackupPrefix(c, member))...)
 }
 
@@ -151,13 +156,7 @@ func credentialsSecret(t v1alpha1.BackupTarget) string {
 // database image, whose dump tool or client it drives. Its outcome goes to the termination message.
 func runnerPod(image, runnerImage string, args []string, env []*corev1ac.EnvVarApplyConfiguration,
 	credentials string, backupVolume *corev1ac.VolumeApplyConfiguration, readOnlyBackup bool) *corev1ac.PodSpecApplyConfiguration {
-	install := corev1ac.Container().
-		WithName("install-runner").
-		WithImage(runnerImage).
-		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand("/mysqlfleet-backup", "install", RunnerPath).
-		WithVolumeMounts(corev1ac.VolumeMount().WithName(runnerVolumeName).WithMountPath(path.Dir(RunnerPath))).
-		WithSecurityContext(containerSecurityContext().WithReadOnlyRootFilesystem(true))
+	install := installRunner(runnerImage)
 	container := corev1ac.Container().
 		WithName(BackupContainerName).
 		WithImage(image).

@@ -169,8 +169,13 @@ func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials, opt
 		Service:             service(c, m, c.ServiceName(), v1alpha1.RolePrimary),
 		PrimaryService:      service(c, m, c.PrimaryServiceName(), v1alpha1.RolePrimary),
 		ReplicasService:     service(c, m, c.ReplicasServiceName(), v1alpha1.RoleReplica),
-		StatefulSet:         statefulSet(c, m, cnf, in.heldReplicas),
+		StatefulSet:         statefulSet(c, m, cnf, in.heldReplicas, in.runnerImage),
 		PodDisruptionBudget: podDisruptionBudget(c, m),
+	}
+	if PhysicalBackups(c) {
+		// The backup Job reaches the agent of a replica in sync, or the primary's, through their Services.
+		o.PrimaryService.Spec.WithPorts(backupAgentServicePort())
+		o.ReplicasService.Spec.WithPorts(backupAgentServicePort())
 	}
 	if c.Spec.Backup != nil {
 		schedule, err := BackupSchedule(c, m.Name)

@@ -116,7 +116,9 @@ func readinessScript(c *v1alpha1.MySQLCluster) string {
 }
 
 // statefulSet is the MySQL StatefulSet, with held Pods instead of spec.replicas when held is larger.
-func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held int32) *appsv1ac.StatefulSetApplyConfiguration {
+// The Pods of a MySQLCluster with physical backups also run the backup agent (agent.go), copied from
+// runnerImage.
+func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held int32, runnerImage string) *appsv1ac.StatefulSetApplyConfiguration {
 	sel := Selector(c)
 	container := corev1ac.Container().
 		WithName(MySQLContainerName).
@@ -152,10 +154,14 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 
 	// The Pod template carries the selector labels only, no UID and no hub annotations: a hub object recreated
 	// with the same name must find the same Pods running, not roll them.
+	podSpec := corev1ac.PodSpec()
+	if PhysicalBackups(c) {
+		withBackupAgent(c, podSpec, Image(c), runnerImage)
+	}
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(sel).
 		WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(cnf)}).
-		WithSpec(corev1ac.PodSpec().
+		WithSpec(podSpec.
 			WithContainers(container).
 			WithVolumes(
 				corev1ac.Volume().WithName(configVolumeName).

@@ -69,6 +69,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: image
       type:
         scalar: string
+    - name: method
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupMethod
     - name: retention
       type:
         scalar: numeric
@@ -94,6 +97,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: time
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupMethod
+  scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupRecord
   map:
     fields:
@@ -103,6 +108,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gtidPosition
       type:
         scalar: string
+    - name: method
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupMethod
     - name: name
       type:
         scalar: string

@@ -18,11 +18,21 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
 // BackupApplyConfiguration represents a declarative configuration of the Backup type for use
 // with apply.
 //
 // Backup runs mysqldump on a schedule in every member.
 type BackupApplyConfiguration struct {
+	// Method is Logical (the default: a dump, taken by the backup Job) or Physical (MariaDB: a copy of the data
+	// directory by mariadb-backup, taken by a backup agent that runs as a sidecar of every database Pod, which
+	// the Pods are restarted once to get). Both come from a replica in sync when there is one. spec.restore
+	// restores logical backups only: a physical one is restored by hand (mysqlfleet-backup restore --method
+	// physical) until it restores them too.
+	Method *apiv1alpha1.BackupMethod `json:"method,omitempty"`
 	// Schedule in standard cron syntax (five fields, or a macro such as @daily). An H in the minute or hour field
 	// stands for a value hashed from the database and member names, so that a fleet's backups do not all start
 	// at once; H(a-b) hashes within a range.
@@ -43,6 +53,14 @@ type BackupApplyConfiguration struct {
 // apply.
 func Backup() *BackupApplyConfiguration {
 	return &BackupApplyConfiguration{}
+}
+
+// WithMethod sets the Method field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Method field is set to the value of the last call.
+func (b *BackupApplyConfiguration) WithMethod(value apiv1alpha1.BackupMethod) *BackupApplyConfiguration {
+	b.Method = &value
+	return b
 }
 
 // WithSchedule sets the Schedule field in the declarative configuration to the given value

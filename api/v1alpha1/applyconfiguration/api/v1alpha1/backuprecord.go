@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -39,6 +40,8 @@ type BackupRecordApplyConfiguration struct {
 	GTIDPosition *string `json:"gtidPosition,omitempty"`
 	// Pod is the database Pod the dump was taken from.
 	Pod *string `json:"pod,omitempty"`
+	// Method is Logical or Physical, from the manifest.
+	Method *apiv1alpha1.BackupMethod `json:"method,omitempty"`
 }
 
 // BackupRecordApplyConfiguration constructs a declarative configuration of the BackupRecord type for use with
@@ -92,5 +95,13 @@ func (b *BackupRecordApplyConfiguration) WithGTIDPosition(value string) *BackupR
 // If called multiple times, the Pod field is set to the value of the last call.
 func (b *BackupRecordApplyConfiguration) WithPod(value string) *BackupRecordApplyConfiguration {
 	b.Pod = &value
+	return b
+}
+
+// WithMethod sets the Method field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Method field is set to the value of the last call.
+func (b *BackupRecordApplyConfiguration) WithMethod(value apiv1alpha1.BackupMethod) *BackupRecordApplyConfiguration {
+	b.Method = &value
 	return b
 }
