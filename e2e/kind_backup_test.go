@@ -161,6 +161,7 @@ func restorePhysicalByHand(ctx context.Context, member string, key client.Object
 	name := "restore-" + rand.String(6)
 	script := `set -e
 r=/tmp/restore
+mkdir -p $r
 /mysqlfleet/mysqlfleet-backup restore --method physical --target dir --dir /backup --name "$BACKUP" \
   --datadir $r/data --work-dir $r >&2
 mariadbd --no-defaults --datadir=$r/data --socket=$r/s.sock --pid-file=$r/s.pid --skip-networking \
