@@ -11,6 +11,9 @@
 //	mysqlfleet-backup seed    [flags]   load an empty replica (--target-host) with a dump of --host (see seed.go)
 //	mysqlfleet-backup agent   [flags]   serve physical backups of the server beside it (--listen), as the sidecar
 //	                                    of a database Pod; a backup Job asks it with --agents (see agent.go)
+//	mysqlfleet-backup archive [flags]   keep the binary log of --host in the target's binlog/, following the
+//	                                    primary through failovers (see archive.go)
+//	mysqlfleet-backup replay  [flags]   roll a server forward with that archive, to a GTID or a time
 //	mysqlfleet-backup install PATH      copy this binary to PATH (a Job's init container, from the manager's
 //	                                    image, which has no shell, into a volume the database image mounts)
 //
@@ -93,7 +96,7 @@ func main() {
 	}
 }
 
-const usage = "usage: mysqlfleet-backup backup|restore|list|prune|seed [flags] (-h for the flags)"
+const usage = "usage: mysqlfleet-backup backup|restore|list|prune|seed|agent|archive|replay [flags] (-h for the flags)"
 
 type options struct {
 	engine, host, socket, user, passwordFile, tool string
@@ -279,8 +282,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cmd == "seed" {
 		return runSeed(ctx, args[1:], stdout, stderr)
 	}
-	if cmd == "agent" {
+	switch cmd {
+	case "agent":
 		return runAgent(ctx, args[1:], stderr)
+	case "archive":
+		return runArchive(ctx, args[1:], stderr)
+	case "replay":
+		return runReplay(ctx, args[1:], stderr)
 	}
 	fs := flag.NewFlagSet("mysqlfleet-backup "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -235,4 +236,68 @@ func closedAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	_ = l.Close()
 	return addr
+}
+
+// TestArchiveCommands archives a server's binary log with `archive`, as a process beside a member would, and
+// rolls another server forward with `replay` to a GTID: it holds exactly the rows up to it.
+func TestArchiveCommands(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := mysqltest.Start(t)
+	db := src.OpenRoot()
+	for _, q := range []string{
+		"SET STATEMENT sql_log_bin = 0 FOR CREATE USER archiver@'%' IDENTIFIED BY 'archiver-secret'",
+		"SET STATEMENT sql_log_bin = 0 FOR GRANT REPLICATION SLAVE ON *.* TO archiver@'%'",
+		"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := dirRunner(ctx, t, filepath.Join(t.TempDir(), "backups"))
+	if _, err := cmd("archive", "--host", src.Host); err == nil || !strings.Contains(err.Error(), "server-id") {
+		t.Errorf("archive without a server id: %v", err)
+	}
+	t.Setenv("MYSQL_PWD", "archiver-secret")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cmd("archive", "--host", src.Host, "--port", fmt.Sprint(src.Port), "--user", "archiver",
+			"--server-id", "4000000010", "--max-age", "200ms")
+		done <- err
+	}()
+	var positions []string
+	for id := 1; id <= 3; id++ {
+		if _, err := db.Exec(fmt.Sprintf("INSERT INTO app.t VALUES (%d)", id)); err != nil {
+			t.Fatal(err)
+		}
+		var pos string
+		if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+			t.Fatal(err)
+		}
+		positions = append(positions, pos)
+	}
+	dst := mysqltest.Start(t)
+	t.Setenv("MYSQL_PWD", "")
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		// Until the archive holds the second write: a target past its end is refused, not half replayed.
+		if _, err = cmd("replay", "--socket", dst.Socket, "--until-gtid", positions[1]); err == nil ||
+			!strings.Contains(err.Error(), "past the end") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := dst.OpenRoot().QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM app.t").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "1,2" {
+		t.Errorf("replayed to the second write: %q, want 1,2", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("archive ended with %v", err)
+	}
 }
