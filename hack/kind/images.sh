@@ -7,7 +7,8 @@
 #       containerd, runc, iptables/nftables and Debian's CNI plugins; kind's base files copied from the kind module
 #       (sigs.k8s.io/kind@$KIND_VERSION in the module cache) at build time; kubelet, kubeadm, kubectl from the
 #       k8s.io/kubernetes wrapper module of hack/tools.sh; the control-plane, kube-proxy, etcd, coredns and pause
-#       images preloaded into its containerd; a static ptp CNI configuration instead of kindnetd.
+#       images preloaded into its containerd; as its default CNI (kind installs /kind/manifests/default-cni.yaml),
+#       mysqlfleet's pod network agent (hack/kind/net, test/kindnet) instead of kindnetd, which no module serves.
 #   mariadb:$KIND_MARIADB_VERSION               MariaDB from Debian's packages, with an entrypoint that honours the
 #       official image's environment variables (hack/kind/mariadb/docker-entrypoint.sh).
 #   mysqlfleet/kind-local-path:<key>             the storage provisioner of the cloud-named StorageClasses
@@ -278,6 +279,19 @@ control_plane_images() {
   rm -f "$outdir/pause.bin"
 }
 
+# kind_net_image OUTDIR: the pod network agent (hack/kind/net) as mysqlfleet/kind-net:preloaded, which the
+# default CNI manifest names with imagePullPolicy Never: it exists only inside the node image, and changes with it.
+kind_net_image() {
+  local outdir=$1 dir
+  dir=$(mktemp -d "$kcache/work.XXXX")
+  work+=("$dir")
+  go build -C "$root" -trimpath -ldflags "-s -w" -o "$dir/mysqlfleet-kind-net" ./hack/kind/net
+  import_dir "$dir" mysqlfleet/kind-net:preloaded --change 'ENTRYPOINT ["/mysqlfleet-kind-net"]'
+  rm -rf "$dir"
+  save mysqlfleet/kind-net:preloaded "$outdir/kind-net.tar"
+  docker rmi mysqlfleet/kind-net:preloaded >/dev/null
+}
+
 # preload ROOTFS ARCHIVE...: imports the archives into the node root's containerd (namespace k8s.io, as the CRI
 # plugin reads it), with a containerd of the node started in a chroot; unpacking waits for first use.
 preload() {
@@ -316,8 +330,8 @@ NODE_PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plug
 node_image() {
   local kinddir k ref archive tarball dir
   kinddir=$(cd "$cache" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  k=$(key <(declare -f node_image control_plane_images preload copy_with_libs import_dir rootfs wrapper_build coredns_build) \
-    "$here"/node/* "$root/hack/kind/pause/main.go" <(echo "$NODE_PACKAGES"))
+  k=$(key <(declare -f node_image control_plane_images kind_net_image preload copy_with_libs import_dir rootfs wrapper_build coredns_build) \
+    "$here"/node/* "$root/hack/kind/pause/main.go" "$here"/net/* "$root"/test/kindnet/*.go "$root/go.sum" <(echo "$NODE_PACKAGES"))
   ref=mysqlfleet/kind-node:$KUBE_VERSION-$k
   archive=$kcache/images/kind-node-$KUBE_VERSION-$k.tar
   NODE_IMAGE=$ref
@@ -357,10 +371,11 @@ node_image() {
   ln -sf /usr/bin/containerd "$dir/usr/local/bin/containerd"
   ln -sf /usr/bin/ctr "$dir/usr/local/bin/ctr"
   chroot "$dir" sh -c 'ctr oci spec | jq ".hooks.createContainer[.hooks.createContainer|length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}" | jq "del(.process.rlimits)" > /etc/containerd/cri-base.json'
-  # Debian's CNI plugins, where kubelet and containerd look for them, and the static configuration.
-  mkdir -p "$dir/opt/cni/bin" "$dir/etc/cni/net.d"
+  # Debian's CNI plugins, where kubelet and containerd look for them; the configuration is the agent's to write
+  # (each node's own pod range), and its DaemonSet is the manifest kind installs as the default CNI.
+  mkdir -p "$dir/opt/cni/bin" "$dir/etc/cni/net.d" "$dir/kind/manifests"
   for p in "$dir"/usr/lib/cni/*; do ln -sf "/usr/lib/cni/$(basename "$p")" "$dir/opt/cni/bin/"; done
-  install -m 0644 "$here/node/10-mysqlfleet.conflist" "$dir/etc/cni/net.d/"
+  install -m 0644 "$here/net/default-cni.yaml" "$dir/kind/manifests/default-cni.yaml"
   # Kubernetes.
   install -m 0755 "$(kube_node_bin)/kubelet" "$(kube_node_bin)/kubeadm" "$(kube_bin)/kubectl" "$dir/usr/bin/"
   echo "$KUBE_VERSION" >"$dir/kind/version"
@@ -371,11 +386,12 @@ node_image() {
   local imgdir=$kcache/work-images-$k
   work+=("$imgdir")
   control_plane_images "$dir" "$imgdir"
+  kind_net_image "$imgdir"
   preload "$dir" "$imgdir"/*.tar
   rm -rf "$imgdir"
 
   import_dir "$dir" "$ref-rootfs" --change 'ENV container=docker' \
-    --change "LABEL io.mysqlfleet.kind.static-cni=true io.mysqlfleet.kind.key=$k" \
+    --change "LABEL io.mysqlfleet.kind.key=$k" \
     --change 'ENTRYPOINT ["/usr/local/bin/mysqlfleet-node-entry", "/sbin/init"]'
   rm -rf "$dir"
   # docker import cannot set a stop signal; systemd stops cleanly on SIGRTMIN+3. A build that adds only this

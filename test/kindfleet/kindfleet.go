@@ -1,7 +1,10 @@
-// Package kindfleet runs the fleet of clusters/ as kind clusters: one single-node kind cluster per definition
-// (the hub and as many members as asked), with the kind tier's images loaded by `kind load image-archive`'s
-// library call, a storage provisioner and each member's cloud-named StorageClasses, and kubeconfigs both for
-// this machine (127.0.0.1) and for the hub's Pods (the node container's IP on kind's docker network).
+// Package kindfleet runs the fleet of clusters/ as kind clusters: one kind cluster per definition (the hub and as
+// many members as asked), with the nodes its kind configuration lists (a member has workers that its database
+// Pods spread over), the kind tier's images loaded into every node by `kind load image-archive`'s library call, a
+// storage provisioner on every node and each member's cloud-named StorageClasses, and kubeconfigs both for this
+// machine (127.0.0.1) and for the hub's Pods (the control-plane node container's IP on kind's docker network).
+// The pod network across a cluster's nodes is its node image's default CNI: kindnetd in kind's own images,
+// mysqlfleet's agent (test/kindnet) in the project's.
 //
 // kind is used as it is everywhere. Only where `docker run --privileged` fails on this Docker host (see
 // Adapter) are kind's node containers started through the adapter in hack/kind/adapter, and it says so.
@@ -34,11 +37,6 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/clusters"
 )
-
-// StaticCNILabel marks a node image built by hack/kind/images.sh: it carries a static CNI configuration, so
-// kind's default CNI (kindnetd) stays disabled as clusters/ asks. Any other node image (kindest/node where a
-// registry is reachable) gets kind's default CNI instead.
-const StaticCNILabel = "io.mysqlfleet.kind.static-cni"
 
 // Images are what the kind tier runs. Archives are docker-archive tarballs loaded into the clusters; an empty one
 // is not loaded (its image is pulled by the nodes, where a registry is reachable).
@@ -128,7 +126,10 @@ type Cluster struct {
 	InternalKubeconfig []byte
 	// Server is that address (https://<node IP>:6443).
 	Server string
-	node   nodes.Node
+	// Nodes are the names of its nodes (their containers'), the control plane first.
+	Nodes []string
+	node  nodes.Node // the control plane
+	all   []nodes.Node
 }
 
 // Fleet is a running fleet of kind clusters.
@@ -223,17 +224,14 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 		}
 		f.Adapted = true
 	}
+	raiseInotifyLimits(o)
 	f.provider = cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindcmd.NewLogger()))
-	staticCNI, err := hasStaticCNI(ctx, o.Images.Node)
-	if err != nil {
-		return nil, err
-	}
 	existing, err := f.provider.List()
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range append([]clusters.Definition{hubDef}, memberDefs...) {
-		c, err := f.start(ctx, d, slices.Contains(existing, o.Prefix+d.Name), staticCNI)
+		c, err := f.start(ctx, d, slices.Contains(existing, o.Prefix+d.Name))
 		if err != nil {
 			return f, err
 		}
@@ -259,21 +257,41 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 	return f, errors.Join(errs...)
 }
 
+// inotifyLimits are what kind's known-issues page asks of a host that runs many nodes: each node's systemd,
+// kubelet and containerd take inotify instances, and with the kernel's default of 128 a fleet of ten nodes fails
+// in kubeadm with "too many open files".
+var inotifyLimits = map[string]int{
+	"/proc/sys/fs/inotify/max_user_instances": 512,
+	"/proc/sys/fs/inotify/max_user_watches":   524288,
+}
+
+// raiseInotifyLimits raises the host's inotify limits to inotifyLimits where they are lower, and says so; it never
+// lowers them. Where it may not (not root), it says what to set.
+func raiseInotifyLimits(o Options) {
+	for path, want := range inotifyLimits {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var have int
+		if _, err := fmt.Sscan(string(raw), &have); err != nil || have >= want {
+			continue
+		}
+		key := strings.ReplaceAll(strings.TrimPrefix(path, "/proc/sys/"), "/", ".")
+		if err := os.WriteFile(path, []byte(fmt.Sprint(want)), 0o644); err != nil {
+			o.logf("%s is %d, below the %d that a fleet of many kind nodes needs, and could not be raised (%v): sysctl -w %s=%d", key, have, want, err, key, want)
+			continue
+		}
+		o.logf("raised %s from %d to %d for the kind nodes (as kind's known issues advise)", key, have, want)
+	}
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }
 
-func hasStaticCNI(ctx context.Context, image string) (bool, error) {
-	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f",
-		`{{index .Config.Labels "`+StaticCNILabel+`"}}`, image).CombinedOutput()
-	if err != nil {
-		return false, fmt.Errorf("inspecting node image %s: %v: %s", image, err, out)
-	}
-	return strings.TrimSpace(string(out)) == "true", nil
-}
-
-func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists, staticCNI bool) (*Cluster, error) {
+func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists bool) (*Cluster, error) {
 	o := f.opts
 	c := &Cluster{Definition: d, KindName: o.Prefix + d.Name, KubeconfigPath: filepath.Join(o.Dir, o.Prefix+d.Name+".kubeconfig")}
 	if d.Kind == nil {
@@ -282,10 +300,6 @@ func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists, static
 	if !exists {
 		cfg := d.Kind.DeepCopy()
 		cfg.Name = c.KindName
-		if !staticCNI {
-			// kindest/node and the like have no CNI configuration of their own: they need kindnetd.
-			cfg.Networking.DisableDefaultCNI = false
-		}
 		start := time.Now()
 		o.logf("creating kind cluster %s (node image %s)", c.KindName, o.Images.Node)
 		if err := f.provider.Create(c.KindName, cluster.CreateWithV1Alpha4Config(cfg),
@@ -303,10 +317,19 @@ func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists, static
 	if err != nil {
 		return nil, err
 	}
-	if len(ns) != 1 {
-		return nil, fmt.Errorf("kind cluster %s has %d nodes; the fleet's clusters have one", c.KindName, len(ns))
+	if len(ns) != len(d.Kind.Nodes) {
+		return nil, fmt.Errorf("kind cluster %s has %d nodes; clusters/%s.yaml lists %d (delete the cluster to start it anew)",
+			c.KindName, len(ns), d.Name, len(d.Kind.Nodes))
 	}
-	c.node = ns[0]
+	cps, err := nodeutils.ControlPlaneNodes(ns)
+	if err != nil || len(cps) == 0 {
+		return nil, fmt.Errorf("kind cluster %s has no control-plane node: %v", c.KindName, err)
+	}
+	c.node = cps[0]
+	c.all = append([]nodes.Node{c.node}, slices.DeleteFunc(slices.Clone(ns), func(n nodes.Node) bool { return n.String() == c.node.String() })...)
+	for _, n := range c.all {
+		c.Nodes = append(c.Nodes, n.String())
+	}
 	ip, _, err := c.node.IP()
 	if err != nil {
 		return nil, fmt.Errorf("node IP of %s: %w", c.KindName, err)
@@ -335,24 +358,28 @@ func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists, static
 	return c, nil
 }
 
-// loadImages loads each image archive into the clusters that run it, as `kind load image-archive` does: the
-// manager everywhere (the member controller runs from it too), the database and the provisioner in members.
+// loadImages loads each image archive into every node of the clusters that run it, as `kind load image-archive`
+// does: the manager everywhere (the member controller runs from it too), the database and the provisioner in
+// members.
 func (f *Fleet) loadImages() error {
 	im := f.opts.Images
 	load := func(c *Cluster, archive string) error {
 		if archive == "" {
 			return nil
 		}
-		start := time.Now()
-		r, err := os.Open(archive)
-		if err != nil {
-			return err
+		for _, n := range c.all {
+			start := time.Now()
+			r, err := os.Open(archive)
+			if err != nil {
+				return err
+			}
+			err = nodeutils.LoadImageArchive(n, r)
+			_ = r.Close()
+			if err != nil {
+				return fmt.Errorf("loading %s into %s: %w", archive, n, err)
+			}
+			f.opts.logf("loaded %s into %s in %s", filepath.Base(archive), n, time.Since(start).Round(100*time.Millisecond))
 		}
-		defer func() { _ = r.Close() }()
-		if err := nodeutils.LoadImageArchive(c.node, r); err != nil {
-			return fmt.Errorf("loading %s into %s: %w", archive, c.KindName, err)
-		}
-		f.opts.logf("loaded %s into %s in %s", filepath.Base(archive), c.KindName, time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}
 	var wg sync.WaitGroup

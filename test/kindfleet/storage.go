@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -33,7 +32,9 @@ const (
 )
 
 // setUpStorage gives a member its cloud's StorageClasses (the definition's default marked as such) and the
-// provisioner that serves them, and waits until the provisioner runs.
+// provisioner that serves them, one on each node, and waits until they run. The classes bind on first consumer,
+// as clouds' block-storage classes do: a volume is made on the node the scheduler chose for its first Pod, and
+// that Pod's successors stay on that node.
 func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -50,7 +51,7 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 		ac := storagev1ac.StorageClass(sc.Name).
 			WithProvisioner(driver).
 			WithReclaimPolicy(corev1.PersistentVolumeReclaimDelete).
-			WithVolumeBindingMode(storagev1.VolumeBindingImmediate).
+			WithVolumeBindingMode(storagev1.VolumeBindingWaitForFirstConsumer).
 			WithAllowVolumeExpansion(true)
 		if sc.Default {
 			ac.WithAnnotations(map[string]string{"storageclass.kubernetes.io/is-default-class": "true"})
@@ -85,11 +86,9 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 	if _, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
 		return err
 	}
-	dep := appsv1ac.Deployment(storageName, storageNamespace).
+	ds := appsv1ac.DaemonSet(storageName, storageNamespace).
 		WithLabels(labels).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(1).
-			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
+		WithSpec(appsv1ac.DaemonSetSpec().
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
@@ -106,14 +105,16 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 						WithVolumeMounts(corev1ac.VolumeMount().WithName("volumes").WithMountPath(volumeDir))).
 					WithVolumes(corev1ac.Volume().WithName("volumes").WithHostPath(corev1ac.HostPathVolumeSource().
 						WithPath(volumeDir).WithType(corev1.HostPathDirectoryOrCreate))))))
-	if _, err := cs.AppsV1().Deployments(storageNamespace).Apply(ctx, dep, apply); err != nil {
+	if _, err := cs.AppsV1().DaemonSets(storageNamespace).Apply(ctx, ds, apply); err != nil {
 		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := cs.AppsV1().Deployments(storageNamespace).Get(ctx, storageName, metav1.GetOptions{})
+		d, err := cs.AppsV1().DaemonSets(storageNamespace).Get(ctx, storageName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		return d.Status.ReadyReplicas == 1 && d.Status.UpdatedReplicas == 1 && d.Status.ObservedGeneration == d.Generation, nil
+		s := d.Status
+		return s.ObservedGeneration == d.Generation && s.DesiredNumberScheduled == int32(len(c.Nodes)) &&
+			s.NumberReady == s.DesiredNumberScheduled && s.UpdatedNumberScheduled == s.DesiredNumberScheduled, nil
 	})
 }

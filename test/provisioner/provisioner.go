@@ -7,8 +7,10 @@
 // It serves two kinds of cluster:
 //   - test fleets (test/testfleet): real API servers whose nodes are kwok's fakes, where no Pod runs. The
 //     volumes are hostPath bookkeeping; nothing is made on disk.
-//   - kind members (hack/kind/provisioner, a Deployment on the member's single node): the volumes are `local`
-//     volumes in directories made under a base directory and pinned to the node. `local` rather than hostPath
+//   - kind members (hack/kind/provisioner, a DaemonSet: one provisioner on each node): the volumes are `local`
+//     volumes in directories made under a base directory and pinned to the node. Each provisioner serves only
+//     the claims the scheduler placed on its node (classes bind on first consumer) and deletes only its node's
+//     volumes, as a node-local CSI driver does. `local` rather than hostPath
 //     because kubelet applies a Pod's fsGroup to local volumes, which the database Pods (uid 999) need.
 //
 // It is ours rather than rancher's local-path-provisioner because the Go module proxy, the project's only source,
@@ -51,7 +53,8 @@ type Config struct {
 	// ebs.csi.aws.com); claims of other classes are left alone.
 	Provisioners []string
 	// Node, when set, is the node the volumes live on: each is a `local` volume in a directory made under BaseDir,
-	// with node affinity to Node, and a claim whose selected node is another is left to that node. Empty: the
+	// with node affinity to Node; a claim whose selected node is another is left to that node, and one not yet
+	// placed on a node waits for the scheduler (its class must bind on first consumer). Empty: the
 	// volumes are hostPath volumes under BaseDir that nothing makes on disk, for clusters of fake nodes.
 	Node string
 	// BaseDir is the absolute directory of the volumes; with Node set, the same path on the node and in this
@@ -161,7 +164,8 @@ func (p *Provisioner) sync(ctx context.Context) error {
 	}
 	for _, pv := range volumes {
 		if !p.names.Has(pv.Annotations[ProvisionedByAnnotation]) || pv.DeletionTimestamp != nil ||
-			pv.Status.Phase != corev1.VolumeReleased || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+			pv.Status.Phase != corev1.VolumeReleased || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
+			(p.cfg.local() && !pinnedTo(pv, p.cfg.Node)) {
 			continue
 		}
 		if err := p.delete(ctx, pv); err != nil {
@@ -175,7 +179,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, pvc *corev1.PersistentVolum
 	if pvc.DeletionTimestamp != nil || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
 		return nil
 	}
-	if n := pvc.Annotations[SelectedNodeAnnotation]; p.cfg.local() && n != "" && n != p.cfg.Node {
+	if p.cfg.local() && pvc.Annotations[SelectedNodeAnnotation] != p.cfg.Node {
 		return nil
 	}
 	sc, err := p.classes.Get(*pvc.Spec.StorageClassName)

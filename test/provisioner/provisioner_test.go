@@ -65,11 +65,12 @@ func TestProvisioner(t *testing.T) {
 		// Claims that are not its business go first, so that the pass that serves a later claim has seen them.
 		createClaim(g, cs, "local", "foreign", "elsewhere")
 		createClaim(g, cs, "local", "other-node", "local-delete", selectedNode("another-node"))
-		createClaim(g, cs, "local", "kept", "local-retain")
-		createClaim(g, cs, "local", "data", "local-delete")
+		createClaim(g, cs, "local", "unscheduled", "local-delete")
+		createClaim(g, cs, "local", "kept", "local-retain", selectedNode(testfleet.FakeNodeName))
+		createClaim(g, cs, "local", "data", "local-delete", selectedNode(testfleet.FakeNodeName))
 		data := boundVolume(g, cs, "local", "data")
 		kept := boundVolume(g, cs, "local", "kept")
-		for _, name := range []string{"foreign", "other-node"} {
+		for _, name := range []string{"foreign", "other-node", "unscheduled"} {
 			pvc, err := cs.CoreV1().PersistentVolumeClaims("local").Get(ctx, name, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimPending), name)
@@ -117,7 +118,7 @@ func TestProvisioner(t *testing.T) {
 		g.Expect(rec.writes.Load()).To(Equal(int32(5)), "two volumes made, one grown with its claim's status, one deleted")
 	})
 
-	t.Run("a released volume outside the base directory is left alone", func(t *testing.T) {
+	t.Run("released volumes outside the base directory or on another node are left alone", func(t *testing.T) {
 		g := newG(t)
 		const prov = "stray.test.mysqlfleet.io"
 		base, outside := t.TempDir(), t.TempDir()
@@ -144,13 +145,25 @@ func TestProvisioner(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(ctx, stray.Name, metav1.DeleteOptions{}) })
 		g.Eventually(func() corev1.PersistentVolumePhase { return volumePhase(cs, stray.Name) }).Should(Equal(corev1.VolumeReleased))
+		// And a released volume of this provisioner's base directory on another node: that node's to delete.
+		elsewhere := stray.DeepCopy()
+		elsewhere.Name = "on-another-node"
+		elsewhere.Spec.Local.Path = filepath.Join(base, elsewhere.Name)
+		g.Expect(os.Mkdir(elsewhere.Spec.Local.Path, 0o700)).To(Succeed())
+		elsewhere.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"another-node"}
+		_, err = cs.CoreV1().PersistentVolumes().Create(ctx, elsewhere, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(ctx, elsewhere.Name, metav1.DeleteOptions{}) })
+		g.Eventually(func() corev1.PersistentVolumePhase { return volumePhase(cs, elsewhere.Name) }).Should(Equal(corev1.VolumeReleased))
 
-		// The pass that serves a claim made after the release has seen the released volume.
+		// The pass that serves a claim made after the release has seen the released volumes.
 		createNamespace(g, cs, "stray")
-		createClaim(g, cs, "stray", "data", "stray")
+		createClaim(g, cs, "stray", "data", "stray", selectedNode(testfleet.FakeNodeName))
 		boundVolume(g, cs, "stray", "data")
 		g.Expect(volumePhase(cs, stray.Name)).To(Equal(corev1.VolumeReleased))
 		g.Expect(outside).To(BeADirectory())
+		g.Expect(volumePhase(cs, elsewhere.Name)).To(Equal(corev1.VolumeReleased))
+		g.Expect(elsewhere.Spec.Local.Path).To(BeADirectory())
 	})
 
 	t.Run("hostPath volumes are bookkeeping: nothing is made on disk", func(t *testing.T) {

@@ -43,3 +43,18 @@ func volumeFor(cfg Config, sc *storagev1.StorageClass, pvc *corev1.PersistentVol
 	}}}}
 	return pv
 }
+
+// pinnedTo tells whether a volume lives on node: its node affinity names node alone.
+func pinnedTo(pv *corev1.PersistentVolume, node string) bool {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return false
+	}
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,10 +1,10 @@
 // Command local-path-provisioner provisions the cloud-named StorageClasses of a kind cluster of the fleet (gp3,
-// managed-csi, pd-ssd, ...) as `local` volumes in directories under --base-dir of the cluster's single node: the
+// managed-csi, pd-ssd, ...) as `local` volumes in directories under --base-dir of its node: the
 // kind tier's stand-in for a cloud's CSI driver. What it does, and why it exists, is test/provisioner's; this is
 // its flags, in-cluster configuration and signal handling.
 //
-// It runs as a Deployment in each member (test/kindfleet deploys it), with the node's --base-dir mounted at
-// the same path.
+// It runs as a DaemonSet in each member (test/kindfleet deploys it), one on each node, with the node's
+// --base-dir mounted at the same path.
 package main
 
 import (
