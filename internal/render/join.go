@@ -293,6 +293,8 @@ func MemberController(image string) MemberControllerObjects {
 						WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).
 							WithRunAsUser(65532).WithRunAsGroup(65532).
 							WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+						// On two nodes where there are two: a standby on the leader's node would go with it.
+						WithTopologySpreadConstraints(spread(selector)...).
 						WithContainers(container)))),
 	}
 }

@@ -388,6 +388,15 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(*pod.SecurityContext.RunAsUser).To(BeEquivalentTo(999))
 	g.Expect(*pod.SecurityContext.FSGroup).To(BeEquivalentTo(999))
 	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	// Spread over nodes and zones where the scheduler can, never refused where it cannot.
+	g.Expect(pod.TopologySpreadConstraints).To(HaveLen(2))
+	for i, key := range []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"} {
+		tsc := pod.TopologySpreadConstraints[i]
+		g.Expect(*tsc.TopologyKey).To(Equal(key))
+		g.Expect(*tsc.MaxSkew).To(BeEquivalentTo(1))
+		g.Expect(*tsc.WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway))
+		g.Expect(tsc.LabelSelector.MatchLabels).To(Equal(spec.Selector.MatchLabels))
+	}
 	g.Expect(pod.Volumes).To(HaveLen(2))
 	g.Expect(*pod.Volumes[0].ConfigMap.Name).To(Equal("orders-config"))
 	// Only the accounts' script of the credentials Secret, in the image's init directory.

@@ -173,6 +173,7 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 						WithItems(corev1ac.KeyToPath().WithKey(v1alpha1.InitScriptKey).WithPath(initScriptFile)).
 						WithDefaultMode(0o440))).
 			WithSecurityContext(podSecurityContext()).
+			WithTopologySpreadConstraints(spread(sel)...).
 			// Service links would add variables for every Service in a namespace that other MySQLClusters
 			// share; one named "mysql" would even set MYSQL_PORT to a URL.
 			WithEnableServiceLinks(false).
@@ -388,4 +389,20 @@ func podDisruptionBudget(c *v1alpha1.MySQLCluster, m placement.Member) *policyv1
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(intstr.FromInt32(1)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(Selector(c))))
+}
+
+// spread asks the scheduler to put a set's servers on different nodes, and zones, where it can: a node or zone
+// lost then takes one server, which the member controller replaces by promoting another, rather than the set.
+// It is a preference (ScheduleAnyway), not a rule: a member with fewer nodes than servers still runs them all,
+// and a Pod whose volume is bound to a node follows the volume whatever this says.
+func spread(sel map[string]string) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
+	var out []*corev1ac.TopologySpreadConstraintApplyConfiguration
+	for _, key := range []string{corev1.LabelHostname, corev1.LabelTopologyZone} {
+		out = append(out, corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(1).
+			WithTopologyKey(key).
+			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(sel)))
+	}
+	return out
 }
