@@ -197,7 +197,13 @@ test-kind-ci: ## The kind tier as CI runs it: the real-Pods specs (replication, 
 
 BENCH_RUNS ?= 5
 .PHONY: bench-failover-kind
-bench-failover-kind: kind-images ## Time each fault of the primary on kind (kill -9, Pod deleted, frozen, cut off, switchover) to the first write through <name>-primary from a client Pod, and to full redundancy; figures in bench/results/failover-kind-*.json.
+bench-failover-kind: kind-images ## Time each fault of the primary on kind (kill -9, Pod deleted, frozen, cut off, its node frozen or cut off, switchover) to the first write through <name>-primary from a client Pod, and to full redundancy; figures in bench/results/failover-kind-*.json.
 	hack/tools.sh kubectl kind
 	E2E_PROVIDER=kind E2E_KIND_MEMBERS=1 BENCH_RUNS=$(BENCH_RUNS) go test -tags e2e -v ./e2e/ -count=1 -timeout 150m -ginkgo.v \
-		-ginkgo.label-filter='bench'
+		-ginkgo.label-filter='bench && !commit-bench'
+
+.PHONY: bench-commit-kind
+bench-commit-kind: kind-images ## Commits/s through <name>-primary at 1 and 8 connections, a MySQLCluster of three against the same image's three servers wired by hand, on kind; figures in bench/results/commit-kind-*.json.
+	hack/tools.sh kubectl kind
+	E2E_PROVIDER=kind E2E_KIND_MEMBERS=1 go test -tags e2e -v ./e2e/ -count=1 -timeout 60m -ginkgo.v \
+		-ginkgo.label-filter='commit-bench'

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/bench/backup"
+	"github.com/mysqlfleet/mysqlfleet/bench/commitrate"
 	"github.com/mysqlfleet/mysqlfleet/bench/failover"
 	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 )
@@ -24,7 +25,7 @@ import (
 // and the JSON differ.
 
 // docSections are the generated sections of the page, each between its begin and end markers.
-var docSections = []string{"convergence", "scale", "failover", "failover-kind", "backup", "physical"}
+var docSections = []string{"convergence", "scale", "failover", "failover-kind", "commit-kind", "backup", "physical"}
 
 // readmeSections are the README's generated sections: the demo's times in its quick start.
 var readmeSections = []string{"demo"}
@@ -109,6 +110,7 @@ type records struct {
 	scale       []record[*ScaleResults]
 	failover    []record[*failover.Results]
 	kind        []record[*failover.KindResults]
+	commit      []record[*commitrate.Results]
 	backup      []record[*backup.Results]
 	physical    []record[*backup.PhysicalResults]
 	demo        []record[*DemoResults]
@@ -124,10 +126,11 @@ const (
 	backupPrefix   = "backup-"
 	physicalPrefix = "physical-"
 	demoPrefix     = "demo-"
+	commitPrefix   = "commit-kind-"
 )
 
 func prefixOf(base string) string {
-	for _, p := range []string{scalePrefix, kindPrefix, failoverPrefix, backupPrefix, physicalPrefix, demoPrefix} {
+	for _, p := range []string{scalePrefix, kindPrefix, failoverPrefix, backupPrefix, physicalPrefix, demoPrefix, commitPrefix} {
 		if strings.HasPrefix(base, p) {
 			return p
 		}
@@ -198,6 +201,10 @@ func loadRecords(dir string) (*records, error) {
 			var r DemoResults
 			err = json.Unmarshal(f.data, &r)
 			recs.demo = append(recs.demo, record[*DemoResults]{f.name, isLatest, &r})
+		case commitPrefix:
+			var r commitrate.Results
+			err = json.Unmarshal(f.data, &r)
+			recs.commit = append(recs.commit, record[*commitrate.Results]{f.name, isLatest, &r})
 		case kindPrefix:
 			var r failover.KindResults
 			err = json.Unmarshal(f.data, &r)
@@ -238,6 +245,9 @@ func loadRecords(dir string) (*records, error) {
 		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
 	})
 	slices.SortFunc(recs.kind, func(a, b record[*failover.KindResults]) int {
+		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
+	})
+	slices.SortFunc(recs.commit, func(a, b record[*commitrate.Results]) int {
 		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
 	})
 	slices.SortFunc(recs.backup, func(a, b record[*backup.Results]) int {
@@ -300,6 +310,10 @@ func (recs *records) section(name string) string {
 		for _, r := range recs.kind {
 			cores = append(cores, r.r.Host.Cores)
 		}
+	case "commit-kind":
+		for _, r := range recs.commit {
+			cores = append(cores, r.r.Host.Cores)
+		}
 	case "backup":
 		for _, r := range recs.backup {
 			cores = append(cores, r.r.Host.Cores)
@@ -319,6 +333,8 @@ func (recs *records) section(name string) string {
 		recs.failoverSection(&b)
 	case "failover-kind":
 		recs.kindSection(&b)
+	case "commit-kind":
+		recs.commitSection(&b)
 	case "backup":
 		recs.backupSection(&b)
 	case "physical":
@@ -835,3 +851,41 @@ func zstdVersion(s string) string {
 var zstdVersionRE = regexp.MustCompile(`v(\d+\.\d+\.\d+)`)
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
+
+// commitSection is the commit-rate bench on kind: per run and connection count, the median commits per second of
+// the hand-wired set and of mysqlfleet's, each window's rate, and their ratio against the issue's bound.
+func (recs *records) commitSection(b *strings.Builder) {
+	if len(recs.commit) == 0 {
+		return
+	}
+	b.WriteString("Every run, oldest first: commits per second through the primary's Service from a client Pod, as the " +
+		"application's account, over windows of the run's length after a warm-up; the median of the run's windows, and " +
+		"each window's rate in the order taken (the hand-wired set's first, then mysqlfleet's).\n\n")
+	var rows [][]string
+	for _, rec := range recs.commit {
+		r := rec.r
+		for _, ratio := range r.Ratios {
+			windows := map[string][]string{}
+			for _, s := range r.Samples {
+				if s.Connections == ratio.Connections && s.Error == "" {
+					windows[s.Set] = append(windows[s.Set], fmt.Sprintf("%.0f", s.PerSecond))
+				}
+			}
+			met := "missed"
+			if ratio.Met {
+				met = "met"
+			}
+			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), fmt.Sprint(r.Nodes),
+				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]),
+				fmt.Sprintf("%d × %d s", r.WindowSeconds, len(windows[commitrate.Operator])), fmt.Sprint(ratio.Connections),
+				fmt.Sprintf("%.1f/s (%s)", ratio.HandWired, strings.Join(windows[commitrate.HandWired], ", ")),
+				fmt.Sprintf("%.1f/s (%s)", ratio.Operator, strings.Join(windows[commitrate.Operator], ", ")),
+				fmt.Sprintf("**%.2f×**", ratio.Ratio), fmt.Sprintf("≥ %.2f×: %s", ratio.Target, met)})
+		}
+	}
+	table(b, []string{"run", "tree", "nodes", "load at start, end", "windows", "connections", "hand-wired", "mysqlfleet",
+		"mysqlfleet / hand-wired", "target"}, rows)
+	if rec, ok := latestOf(recs.commit); ok {
+		fmt.Fprintf(b, "The hand-wired servers' options in the latest run: `%s`.\n", strings.Join(rec.r.HandWiredOptions, " "))
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/bench/machine"
 	mfcli "github.com/mysqlfleet/mysqlfleet/internal/cli"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
+	"github.com/mysqlfleet/mysqlfleet/test/kindfleet"
 )
 
 // Bench labels the failover bench on kind (make bench-failover-kind): it measures rather than checks, takes
@@ -44,6 +45,8 @@ const (
 	faultDelete     = "pod-deleted"
 	faultFrozen     = "primary-frozen"
 	faultCut        = "primary-cut-off"
+	faultNodeFrozen = "node-frozen"
+	faultNodeCut    = "node-cut-off"
 	faultSwitchover = "switchover"
 )
 
@@ -55,6 +58,8 @@ var benchFaults = []struct {
 	{faultDelete, "the primary's Pod deleted (default grace) → first write acknowledged through <name>-primary", 3 * time.Second},
 	{faultFrozen, "the primary's mariadbd frozen (SIGSTOP) → first write acknowledged by the new primary", 8 * time.Second},
 	{faultCut, "the primary's Pod cut off (iptables DROP in its network namespace) → first write acknowledged by the new primary", 8 * time.Second},
+	{faultNodeFrozen, "the primary's node frozen (docker pause of the node container) → first write acknowledged by the new primary", 15 * time.Second},
+	{faultNodeCut, "the primary's node cut from the others (nftables in the node drops all on its link) → first write acknowledged by the new primary", 15 * time.Second},
 	{faultSwitchover, "switchover requested on the hub (spec.primaries) → first write acknowledged by the target", time.Second},
 }
 
@@ -173,8 +178,13 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 		return err
 	}
 	*tables = append(*tables, b.table)
+	var oldPod corev1.Pod
+	if err := clients[b.member].Get(ctx, client.ObjectKey{Namespace: b.key.Namespace, Name: old}, &oldPod); err != nil {
+		return err
+	}
+	// The writer stands where the application would: on another node than the primary, which a node fault takes.
 	writer := startClient(ctx, b.member, b.key, "bench-writer", b.c.PrimaryServiceName(), b.c.Spec.User, v1alpha1.PasswordKey,
-		b.table, failover.WriterScript(benchConnections))
+		b.table, failover.WriterScript(benchConnections), offNode(oldPod.Spec.NodeName))
 	defer deleteClient(ctx, b.member, b.key.Namespace, writer)
 	if err := pollUntil(ctx, 3*time.Minute, func() bool { return len(failover.Acknowledged(b.writes(ctx, writer))) >= 20 }); err != nil {
 		return fmt.Errorf("the writer got no 20 acknowledged writes before the fault")
@@ -201,6 +211,20 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 		// The request stays until the switch is done and is then removed, so that it does not pull the primary
 		// back after a later run's failover.
 		defer update(context.WithoutCancel(ctx), b.key, func(c *v1alpha1.MySQLCluster) { c.Spec.Primaries = nil })
+	case faultNodeFrozen, faultNodeCut:
+		hit := map[string]func(context.Context, string) (func(context.Context) error, error){
+			faultNodeFrozen: kindfleet.FreezeNode, faultNodeCut: kindfleet.CutNode}[fault]
+		t0 = unixNow()
+		end, err := hit(ctx, oldPod.Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		undo = func() error { return end(context.WithoutCancel(ctx)) }
+		defer func() {
+			if undo != nil {
+				_ = undo()
+			}
+		}()
 	default:
 		node, pid, err := serverPID(ctx, b.member, b.key.Namespace, old)
 		if err != nil {

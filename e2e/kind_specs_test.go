@@ -160,7 +160,8 @@ const sqlEnd = "-- mysqlfleet: end of output --"
 // startClient starts a Pod of the database image in the member that runs script with sh, the variables HOST,
 // DB_USER, SQL and MYSQL_PWD (the password under passwordKey in the MySQLCluster's credentials Secret) set, and
 // $client the image's client (mariadb or mysql, whichever it has). It returns the Pod's name.
-func startClient(ctx context.Context, member string, key client.ObjectKey, prefix, host, user, passwordKey, sql, script string) string {
+func startClient(ctx context.Context, member string, key client.ObjectKey, prefix, host, user, passwordKey, sql, script string,
+	opts ...func(*corev1.Pod)) string {
 	cs := memberClientset(member)
 	image := statefulSet(ctx, member, key).Spec.Template.Spec.Containers[0].Image
 	name := prefix + "-" + rand.String(6)
@@ -184,9 +185,23 @@ func startClient(ctx context.Context, member string, key client.ObjectKey, prefi
 			}},
 		},
 	}
+	for _, o := range opts {
+		o(pod)
+	}
 	_, err := cs.CoreV1().Pods(key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return name
+}
+
+// offNode keeps a client Pod off a node: a client on the node a fault hits would measure its own fault.
+func offNode(node string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{node}}},
+			}}},
+		}}
+	}
 }
 
 // waitClient waits until the client Pod has ended and returns its output and phase.

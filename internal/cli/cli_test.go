@@ -283,9 +283,10 @@ func testJoin(e *env, t *testing.T) {
 	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
 	pod := dep.Spec.Template.Spec
 	g.Expect(pod.ServiceAccountName).To(Equal("mysqlfleet-member-controller"))
-	g.Expect(pod.TopologySpreadConstraints).NotTo(BeEmpty(), "the standby on another node than the leader where it can")
+	g.Expect(pod.TopologySpreadConstraints).To(HaveLen(1), "the standby on another node than the leader where there is one")
 	g.Expect(pod.TopologySpreadConstraints[0].TopologyKey).To(Equal(corev1.LabelHostname))
-	g.Expect(pod.TopologySpreadConstraints[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway))
+	g.Expect(pod.TopologySpreadConstraints[0].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule))
+	g.Expect(*pod.TopologySpreadConstraints[0].NodeTaintsPolicy).To(Equal(corev1.NodeInclusionPolicyHonor))
 	g.Expect(pod.Containers[0].Image).To(Equal("registry.example.com/mysqlfleet/manager:1.2.3"))
 	g.Expect(pod.Containers[0].Command).To(Equal([]string{"/mysqlfleet-member"}))
 	g.Expect(pod.Containers[0].Args).To(ContainElements("--leader-elect",

@@ -293,8 +293,16 @@ func MemberController(image string) MemberControllerObjects {
 						WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).
 							WithRunAsUser(65532).WithRunAsGroup(65532).
 							WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-						// On two nodes where there are two: a standby on the leader's node would go with it.
-						WithTopologySpreadConstraints(spread(selector)...).
+						// On two nodes where there are two: a standby on the leader's node would go with it. A
+						// rule, not a preference (which the scheduler weighs against its other scores, and which
+						// put both on one node in a kind run); with one schedulable node both still run there.
+						WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
+							WithMaxSkew(1).
+							WithTopologyKey(corev1.LabelHostname).
+							WithWhenUnsatisfiable(corev1.DoNotSchedule).
+							// Nodes that take no Pods (a tainted control plane) are not places to spread over.
+							WithNodeTaintsPolicy(corev1.NodeInclusionPolicyHonor).
+							WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector))).
 						WithContainers(container)))),
 	}
 }

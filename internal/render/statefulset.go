@@ -393,8 +393,9 @@ func podDisruptionBudget(c *v1alpha1.MySQLCluster, m placement.Member) *policyv1
 
 // spread asks the scheduler to put a set's servers on different nodes, and zones, where it can: a node or zone
 // lost then takes one server, which the member controller replaces by promoting another, rather than the set.
-// It is a preference (ScheduleAnyway), not a rule: a member with fewer nodes than servers still runs them all,
-// and a Pod whose volume is bound to a node follows the volume whatever this says.
+// It is a preference (ScheduleAnyway), not a rule: a Pod whose volume is bound to a node must go to that node,
+// and a rule that the node then breaks (a worker added since, or a set placed unevenly while a node was away)
+// would leave that server pending for ever. A member with fewer nodes than servers still runs them all.
 func spread(sel map[string]string) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
 	var out []*corev1ac.TopologySpreadConstraintApplyConfiguration
 	for _, key := range []string{corev1.LabelHostname, corev1.LabelTopologyZone} {

@@ -3,7 +3,6 @@ package kindfleet
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 )
@@ -22,38 +21,30 @@ func FreezeNode(ctx context.Context, node string) (thaw func(context.Context) er
 	return func(ctx context.Context) error { return docker(ctx, "unpause", node) }, nil
 }
 
-// CutNode disconnects a node's container from kind's docker network, as a host cut from its peers: its link goes
-// and, with it, every route through it. It returns the function that connects it again with the same addresses
-// (kubelet was started with that IPv4 address as its node IP; a new one would be another node to the cluster).
-func CutNode(ctx context.Context, node string) (reconnect func(context.Context) error, err error) {
-	network := kindNetwork()
-	out, err := exec.CommandContext(ctx, "docker", "inspect", "-f",
-		`{{with index .NetworkSettings.Networks "`+network+`"}}{{.IPAddress}} {{.GlobalIPv6Address}}{{end}}`, node).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("docker inspect %s: %v: %s", node, err, out)
-	}
-	addrs := strings.Fields(string(out))
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("node %s has no address on docker network %s", node, network)
-	}
-	args := []string{"network", "connect", "--ip", addrs[0]}
-	if len(addrs) > 1 {
-		args = append(args, "--ip6", addrs[1])
-	}
-	args = append(args, network, node)
-	if err := docker(ctx, "network", "disconnect", network, node); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error { return docker(ctx, args...) }, nil
+// CutNode cuts a node from every other host, as a network partition does: nftables in the node's network
+// namespace (a table of its own, ahead of kube-proxy's) drops every packet in or out of its link to kind's
+// network, and every packet its Pods send or receive through it, established connections included. The link stays
+// up with its address, as a partitioned host's does. It returns the function that ends the cut.
+//
+// Not `docker network disconnect`: kind's network has an IPv4 subnet that Docker chose, and Docker connects a
+// container again with a given address only on a subnet the user configured, so the node would come back with
+// another address, which kubelet (started with the first as its node IP) does not follow.
+func CutNode(ctx context.Context, node string) (heal func(context.Context) error, err error) {
+	const table = "mysqlfleet_cut"
+	rules := `table inet ` + table + ` {
+  chain cut_input { type filter hook input priority -400; policy accept; iifname "eth0" drop; }
+  chain cut_output { type filter hook output priority -400; policy accept; oifname "eth0" drop; }
+  chain cut_forward { type filter hook forward priority -400; policy accept; iifname "eth0" drop; oifname "eth0" drop; }
 }
-
-// kindNetwork is the docker network kind puts its nodes on (kind's own rule: KIND_EXPERIMENTAL_DOCKER_NETWORK, or
-// "kind").
-func kindNetwork() string {
-	if n := os.Getenv("KIND_EXPERIMENTAL_DOCKER_NETWORK"); n != "" {
-		return n
+`
+	cmd := exec.CommandContext(ctx, "docker", "exec", "-i", node, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("cutting node %s: %v: %s", node, err, strings.TrimSpace(string(out)))
 	}
-	return "kind"
+	return func(ctx context.Context) error {
+		return docker(ctx, "exec", node, "nft", "delete", "table", "inet", table)
+	}, nil
 }
 
 func docker(ctx context.Context, args ...string) error {

@@ -258,7 +258,7 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 }
 
 // inotifyLimits are what kind's known-issues page asks of a host that runs many nodes: each node's systemd,
-// kubelet and containerd take inotify instances, and with the kernel's default of 128 a fleet of ten nodes fails
+// kubelet and containerd take inotify instances, and with the kernel's default of 128 a fleet of eleven nodes fails
 // in kubeadm with "too many open files".
 var inotifyLimits = map[string]int{
 	"/proc/sys/fs/inotify/max_user_instances": 512,
@@ -358,16 +358,21 @@ func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists bool) (
 	return c, nil
 }
 
-// loadImages loads each image archive into every node of the clusters that run it, as `kind load image-archive`
-// does: the manager everywhere (the member controller runs from it too), the database and the provisioner in
-// members.
+// loadImages loads each image archive into the nodes that run it, as `kind load image-archive` does: the manager
+// everywhere (the member controller runs from it too), the database and the provisioner in members. In a cluster
+// with workers the control plane keeps its NoSchedule taint, so only the provisioner, which tolerates it, runs
+// there: the other images go to the workers alone.
 func (f *Fleet) loadImages() error {
 	im := f.opts.Images
 	load := func(c *Cluster, archive string) error {
 		if archive == "" {
 			return nil
 		}
-		for _, n := range c.all {
+		targets := c.all
+		if len(c.all) > 1 && archive != im.ProvisionerArchive {
+			targets = c.all[1:]
+		}
+		for _, n := range targets {
 			start := time.Now()
 			r, err := os.Open(archive)
 			if err != nil {
