@@ -877,7 +877,7 @@ func (recs *records) commitSection(b *strings.Builder) {
 			}
 			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), fmt.Sprint(r.Nodes),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]),
-				fmt.Sprintf("%d × %d s", r.WindowSeconds, len(windows[commitrate.Operator])), fmt.Sprint(ratio.Connections),
+				fmt.Sprintf("%d × %d s", len(windows[commitrate.Operator]), r.WindowSeconds), fmt.Sprint(ratio.Connections),
 				fmt.Sprintf("%.1f/s (%s)", ratio.HandWired, strings.Join(windows[commitrate.HandWired], ", ")),
 				fmt.Sprintf("%.1f/s (%s)", ratio.Operator, strings.Join(windows[commitrate.Operator], ", ")),
 				fmt.Sprintf("**%.2f×**", ratio.Ratio), fmt.Sprintf("≥ %.2f×: %s", ratio.Target, met)})

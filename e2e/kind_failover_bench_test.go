@@ -214,11 +214,13 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 	case faultNodeFrozen, faultNodeCut:
 		hit := map[string]func(context.Context, string) (func(context.Context) error, error){
 			faultNodeFrozen: kindfleet.FreezeNode, faultNodeCut: kindfleet.CutNode}[fault]
-		t0 = unixNow()
+		// Timed from when the fault is whole: docker pause returns once every process is frozen (it is retried
+		// when runc gives a freeze up), nft once the rules are in.
 		end, err := hit(ctx, oldPod.Spec.NodeName)
 		if err != nil {
 			return err
 		}
+		t0 = unixNow()
 		undo = func() error { return end(context.WithoutCancel(ctx)) }
 		defer func() {
 			if undo != nil {

@@ -107,10 +107,10 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 		failoverUnderWriter(ctx, c, key, placed[0], "acks_cut", func(old, node string) func(context.Context) error {
 			expectAloneOnNode(ctx, placed[0], c, old, node)
 			By("cutting the primary's node " + node + " from every other host (nftables drops all on its link)")
-			reconnect, err := kindfleet.CutNode(ctx, node)
+			heal, err := kindfleet.CutNode(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) { _ = reconnect(ctx) })
-			return reconnect
+			DeferCleanup(func(ctx SpecContext) { _ = heal(ctx) })
+			return heal
 		})
 	})
 })

@@ -2,9 +2,11 @@ package kindfleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Node-level faults, as a cloud's hosts fail: the whole node stops, or it is cut from the others. Both act on
@@ -14,12 +16,27 @@ import (
 // FreezeNode pauses a node's container (docker pause: the freezer cgroup stops every process in it), as a host
 // that hangs: its Pods keep their addresses and their TCP peers, but nothing on it answers. It returns the
 // function that thaws it.
+//
+// runc gives up a freeze that does not settle in time ("unable to freeze", seen on a cgroup v1 host during a kind
+// bench with a busy node, in the first of several freezes) and thaws the container again, so a failed pause leaves
+// the node running: it is tried up to freezeAttempts times.
 func FreezeNode(ctx context.Context, node string) (thaw func(context.Context) error, err error) {
-	if err := docker(ctx, "pause", node); err != nil {
-		return nil, err
+	var errs []error
+	for range freezeAttempts {
+		if err = docker(ctx, "pause", node); err == nil {
+			return func(ctx context.Context) error { return docker(ctx, "unpause", node) }, nil
+		}
+		errs = append(errs, err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return func(ctx context.Context) error { return docker(ctx, "unpause", node) }, nil
+	return nil, errors.Join(errs...)
 }
+
+const freezeAttempts = 5
 
 // CutNode cuts a node from every other host, as a network partition does: nftables in the node's network
 // namespace (a table of its own, ahead of kube-proxy's) drops every packet in or out of its link to kind's
