@@ -4,10 +4,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -237,14 +234,7 @@ func deleteHandWiredSet(ctx context.Context, member string, key client.ObjectKey
 
 // writeCommitResults saves the results as bench/results/commit-kind-<timestamp>.json and commit-kind-latest.json.
 func writeCommitResults(res *commitrate.Results) {
-	data, err := json.MarshalIndent(res, "", "  ")
-	Expect(err).NotTo(HaveOccurred())
-	data = append(data, '\n')
-	dir := filepath.Join("..", "bench", "results")
-	for _, name := range []string{"commit-kind-" + res.Timestamp + ".json", "commit-kind-latest.json"} {
-		Expect(os.WriteFile(filepath.Join(dir, name), data, 0o644)).To(Succeed())
-	}
-	_, _ = fmt.Fprintf(GinkgoWriter, "results: %s\n", filepath.Join(dir, "commit-kind-"+res.Timestamp+".json"))
+	writeBenchResults("commit-kind-", res.Timestamp, res)
 	for _, r := range res.Ratios {
 		_, _ = fmt.Fprintf(GinkgoWriter, "%d connection(s): hand-wired %.1f/s, mysqlfleet %.1f/s, %.2f× (target ≥ %.2f×)\n",
 			r.Connections, r.HandWired, r.Operator, r.Ratio, r.Target)

@@ -436,12 +436,18 @@ func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 
 // writeKindResults saves the results as bench/results/failover-kind-<timestamp>.json and failover-kind-latest.json.
 func writeKindResults(res *failover.KindResults) {
+	writeBenchResults("failover-kind-", res.Timestamp, res)
+}
+
+// writeBenchResults saves a kind bench's results as bench/results/<prefix><timestamp>.json and
+// <prefix>latest.json, which make bench-docs reads.
+func writeBenchResults(prefix, timestamp string, res any) {
 	data, err := json.MarshalIndent(res, "", "  ")
 	Expect(err).NotTo(HaveOccurred())
 	data = append(data, '\n')
 	dir := filepath.Join("..", "bench", "results")
-	for _, name := range []string{"failover-kind-" + res.Timestamp + ".json", "failover-kind-latest.json"} {
+	for _, name := range []string{prefix + timestamp + ".json", prefix + "latest.json"} {
 		Expect(os.WriteFile(filepath.Join(dir, name), data, 0o644)).To(Succeed())
 	}
-	_, _ = fmt.Fprintf(GinkgoWriter, "results: %s\n", filepath.Join(dir, "failover-kind-"+res.Timestamp+".json"))
+	_, _ = fmt.Fprintf(GinkgoWriter, "results: %s\n", filepath.Join(dir, prefix+timestamp+".json"))
 }

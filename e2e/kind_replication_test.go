@@ -92,27 +92,26 @@ var _ = Describe("Replication on real Pods", Ordered, Label(string(RealPods), st
 	// A node that stops (a hung host) or is cut from the others: kubelet stops reporting, but Kubernetes evicts
 	// its Pods only after five minutes. The member controller must not wait for that: it fails over as soon as
 	// the primary stops answering, and the old primary, when its node returns, takes no write.
-	It("fails over when the primary's node is frozen, without waiting for an eviction, and the server rejoins when it thaws", func(ctx SpecContext) {
-		failoverUnderWriter(ctx, c, key, placed[0], "acks_frozen", func(old, node string) func(context.Context) error {
-			expectAloneOnNode(ctx, placed[0], c, old, node)
-			By("freezing the primary's node " + node + " (docker pause)")
-			thaw, err := kindfleet.FreezeNode(ctx, node)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) { _ = thaw(ctx) })
-			return thaw
+	for _, f := range []struct {
+		spec, table, what string
+		hit               func(context.Context, string) (func(context.Context) error, error)
+	}{
+		{"fails over when the primary's node is frozen, without waiting for an eviction, and the server rejoins when it thaws",
+			"acks_frozen", "freezing the primary's node %s (docker pause)", kindfleet.FreezeNode},
+		{"fails over when the primary's node is cut from the others, and the server rejoins when it returns",
+			"acks_cut", "cutting the primary's node %s from every other host (nftables drops all on its link)", kindfleet.CutNode},
+	} {
+		It(f.spec, func(ctx SpecContext) {
+			failoverUnderWriter(ctx, c, key, placed[0], f.table, func(old, node string) func(context.Context) error {
+				expectAloneOnNode(ctx, placed[0], c, old, node)
+				By(fmt.Sprintf(f.what, node))
+				end, err := f.hit(ctx, node)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func(ctx SpecContext) { _ = end(ctx) })
+				return end
+			})
 		})
-	})
-
-	It("fails over when the primary's node is cut from the others, and the server rejoins when it returns", func(ctx SpecContext) {
-		failoverUnderWriter(ctx, c, key, placed[0], "acks_cut", func(old, node string) func(context.Context) error {
-			expectAloneOnNode(ctx, placed[0], c, old, node)
-			By("cutting the primary's node " + node + " from every other host (nftables drops all on its link)")
-			heal, err := kindfleet.CutNode(ctx, node)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) { _ = heal(ctx) })
-			return heal
-		})
-	})
+	}
 })
 
 // expectAloneOnNode checks that the primary is the only server of its set on its node, and that the member

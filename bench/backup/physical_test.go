@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mysqlfleet/mysqlfleet/bench/machine"
+	"github.com/mysqlfleet/mysqlfleet/bench/stats"
 	internal "github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
@@ -220,14 +221,14 @@ func (r *PhysicalResults) summarize() {
 	for _, run := range r.Runs {
 		stream = append(stream, float64(run.RunnerBackup.StreamBytes))
 	}
-	mib := median(stream) / (1 << 20)
+	mib := stats.Median(stream) / (1 << 20)
 	sum := func(hand, runner func(PhysicalRun) PhysicalTiming) PhysicalSummary {
 		var h, q, paired []float64
 		for _, run := range r.Runs {
 			h, q = append(h, hand(run).Seconds), append(q, runner(run).Seconds)
 			paired = append(paired, runner(run).Seconds/hand(run).Seconds)
 		}
-		s := PhysicalSummary{HandMedianSeconds: median(h), RunnerMedianSeconds: median(q), PairedRatios: paired}
+		s := PhysicalSummary{HandMedianSeconds: stats.Median(h), RunnerMedianSeconds: stats.Median(q), PairedRatios: paired}
 		if s.HandMedianSeconds > 0 && s.RunnerMedianSeconds > 0 {
 			s.Ratio = s.RunnerMedianSeconds / s.HandMedianSeconds
 			s.HandMiBps, s.RunnerMiBps = mib/s.HandMedianSeconds, mib/s.RunnerMedianSeconds

@@ -6,35 +6,24 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"text/tabwriter"
-)
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+	"github.com/mysqlfleet/mysqlfleet/bench/stats"
+)
 
 func (r *Results) summarize() {
 	var dump []float64
 	for _, run := range r.Runs {
 		dump = append(dump, float64(run.RunnerBackup.DumpBytes))
 	}
-	mib := median(dump) / (1 << 20)
+	mib := stats.Median(dump) / (1 << 20)
 	sum := func(plain, runner func(Run) Timing) Summary {
 		var p, q, paired []float64
 		for _, run := range r.Runs {
 			p, q = append(p, plain(run).Seconds), append(q, runner(run).Seconds)
 			paired = append(paired, runner(run).Seconds/plain(run).Seconds)
 		}
-		s := Summary{PlainMedianSeconds: median(p), RunnerMedianSeconds: median(q), PairedRatios: paired}
+		s := Summary{PlainMedianSeconds: stats.Median(p), RunnerMedianSeconds: stats.Median(q), PairedRatios: paired}
 		if s.PlainMedianSeconds > 0 && s.RunnerMedianSeconds > 0 {
 			s.Ratio = s.RunnerMedianSeconds / s.PlainMedianSeconds
 			s.Met = s.Ratio <= r.Target

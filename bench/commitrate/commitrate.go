@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/mysqlfleet/mysqlfleet/bench/machine"
+	"github.com/mysqlfleet/mysqlfleet/bench/stats"
 )
 
 // Script is the client Pod's shell script: conns connections to $HOST as $DB_USER (with $client the image's
@@ -137,24 +138,11 @@ func (r *Results) Summarize() {
 		if len(h) == 0 || len(o) == 0 {
 			continue
 		}
-		ratio := Ratio{Connections: c, HandWired: Median(h), Operator: Median(o), Target: Target}
+		ratio := Ratio{Connections: c, HandWired: stats.Median(h), Operator: stats.Median(o), Target: Target}
 		if ratio.HandWired > 0 {
 			ratio.Ratio = ratio.Operator / ratio.HandWired
 		}
 		ratio.Met = ratio.Ratio >= Target
 		r.Ratios = append(r.Ratios, ratio)
 	}
-}
-
-// Median of vs (the mean of the middle two for an even count); 0 for none.
-func Median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

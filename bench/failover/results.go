@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/mysqlfleet/mysqlfleet/bench/machine"
+	"github.com/mysqlfleet/mysqlfleet/bench/stats"
 )
 
 // The types of the JSON a run records live outside the test files so that bench's docs command (go run ./bench
@@ -163,23 +164,13 @@ func (f *Figure) Summarize() {
 	if len(secs) == 0 {
 		return
 	}
-	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), median(secs), slices.Max(secs)
+	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), stats.Median(secs), slices.Max(secs)
 	f.Met = f.MedianSeconds <= f.TargetSeconds
 	for _, name := range order {
 		p := Phase{Name: name, Seconds: -1}
 		if v := byPhase[name]; len(v) > 0 {
-			p.Seconds = median(v)
+			p.Seconds = stats.Median(v)
 		}
 		f.PhaseMedians = append(f.PhaseMedians, p)
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
