@@ -860,7 +860,8 @@ func (recs *records) commitSection(b *strings.Builder) {
 	}
 	b.WriteString("Every run, oldest first: commits per second through the primary's Service from a client Pod, as the " +
 		"application's account, over windows of the run's length after a warm-up; the median of the run's windows, and " +
-		"each window's rate in the order taken (the hand-wired set's first, then mysqlfleet's).\n\n")
+		"each set's windows in the order taken (the first run took the hand-wired set's three before mysqlfleet's; later " +
+		"runs alternate the two sets window by window).\n\n")
 	var rows [][]string
 	for _, rec := range recs.commit {
 		r := rec.r

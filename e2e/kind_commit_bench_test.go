@@ -73,8 +73,6 @@ var _ = Describe("Commit rate on kind, against the same servers wired by hand", 
 			hand := client.ObjectKey{Namespace: "commit-bench-hand", Name: "hand"}
 			startHandWiredSet(ctx, member, hand, render.Image(c))
 			DeferCleanup(func(ctx SpecContext) { deleteHandWiredSet(ctx, member, hand) })
-			measureCommits(ctx, res, commitrate.HandWired, member, hand, "hand-primary")
-			deleteHandWiredSet(ctx, member, hand)
 
 			By("the same servers run by mysqlfleet: a MySQLCluster of " + fmt.Sprint(commitServers))
 			create(ctx, c)
@@ -86,44 +84,55 @@ var _ = Describe("Commit rate on kind, against the same servers wired by hand", 
 				g.Expect(mr).NotTo(BeNil())
 				return mr.ReplicasInSync
 			}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Equal(int32(commitServers - 1)))
-			measureCommits(ctx, res, commitrate.Operator, member, key, c.PrimaryServiceName())
+
+			// Both sets run at once and their windows alternate, the first of each pair alternating by trial: a
+			// machine whose speed drifts through the run (load, caches, a first window faster than later ones) then
+			// weighs on both sets alike, where measuring one set after the other put the drift on the second.
+			sets := []struct {
+				name, host string
+				key        client.ObjectKey
+			}{{commitrate.HandWired, "hand-primary", hand}, {commitrate.Operator, c.PrimaryServiceName(), key}}
+			for trial := 1; trial <= commitTrials; trial++ {
+				for _, conns := range []int{1, 8} {
+					for i := range sets {
+						s := sets[(i+trial+1)%len(sets)]
+						measureCommits(ctx, res, s.name, member, s.key, s.host, conns, trial)
+					}
+				}
+			}
 		})
 	})
 
-// measureCommits takes commitTrials windows at 1 and then 8 connections through host, each in a new table and from
-// a new client Pod, as the application's account, and adds them to res.
-func measureCommits(ctx context.Context, res *commitrate.Results, set, member string, key client.ObjectKey, host string) {
-	for _, conns := range []int{1, 8} {
-		for trial := 1; trial <= commitTrials; trial++ {
-			s := commitrate.Sample{Set: set, Connections: conns, Trial: trial, Load1: machine.LoadAverage()[0]}
-			table := fmt.Sprintf("bench.rate_%d_%d", conns, trial)
-			runSQL(ctx, member, key, host, "root", v1alpha1.RootPasswordKey,
-				"CREATE TABLE "+table+" (id BIGINT AUTO_INCREMENT PRIMARY KEY, c INT); SELECT 1")
-			pod := startClient(ctx, member, key, "rate", host, "app", v1alpha1.PasswordKey, table,
-				commitrate.Script(conns, commitWarmup, commitWindow))
-			var ok bool
-			Eventually(func(g Gomega) bool {
-				logs, err := clientLogs(ctx, member, key.Namespace, pod)
-				g.Expect(err).NotTo(HaveOccurred())
-				if strings.Contains(logs, "done") {
-					s.Commits, s.Seconds, ok = commitrate.Parse(logs)
-					if !ok {
-						s.Error = "no rate in the client's output: " + logs
-					}
-					return true
-				}
-				return false
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeTrue())
-			deleteClient(ctx, member, key.Namespace, pod)
-			if ok {
-				s.PerSecond = float64(s.Commits) / s.Seconds
+// measureCommits takes one window at conns connections through host, in a new table and from a new client Pod, as
+// the application's account, and adds it to res.
+func measureCommits(ctx context.Context, res *commitrate.Results, set, member string, key client.ObjectKey, host string, conns, trial int) {
+	s := commitrate.Sample{Set: set, Connections: conns, Trial: trial, Load1: machine.LoadAverage()[0]}
+	table := fmt.Sprintf("bench.rate_%d_%d", conns, trial) // one table per window in each set
+	runSQL(ctx, member, key, host, "root", v1alpha1.RootPasswordKey,
+		"CREATE TABLE "+table+" (id BIGINT AUTO_INCREMENT PRIMARY KEY, c INT); SELECT 1")
+	pod := startClient(ctx, member, key, "rate", host, "app", v1alpha1.PasswordKey, table,
+		commitrate.Script(conns, commitWarmup, commitWindow))
+	var ok bool
+	Eventually(func(g Gomega) bool {
+		logs, err := clientLogs(ctx, member, key.Namespace, pod)
+		g.Expect(err).NotTo(HaveOccurred())
+		if strings.Contains(logs, "done") {
+			s.Commits, s.Seconds, ok = commitrate.Parse(logs)
+			if !ok {
+				s.Error = "no rate in the client's output: " + logs
 			}
-			res.Samples = append(res.Samples, s)
-			_, _ = fmt.Fprintf(GinkgoWriter, "%s, %d connection(s), trial %d: %d commits in %.2f s = %.1f/s (load %.1f) %s\n",
-				set, conns, trial, s.Commits, s.Seconds, s.PerSecond, s.Load1, s.Error)
-			Expect(s.Error).To(BeEmpty())
+			return true
 		}
+		return false
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeTrue())
+	deleteClient(ctx, member, key.Namespace, pod)
+	if ok {
+		s.PerSecond = float64(s.Commits) / s.Seconds
 	}
+	res.Samples = append(res.Samples, s)
+	_, _ = fmt.Fprintf(GinkgoWriter, "%s, %d connection(s), trial %d: %d commits in %.2f s = %.1f/s (load %.1f) %s\n",
+		set, conns, trial, s.Commits, s.Seconds, s.PerSecond, s.Load1, s.Error)
+	Expect(s.Error).To(BeEmpty())
 }
 
 // startHandWiredSet runs the database image's servers as a user would wire them by hand: a headless Service, a
