@@ -1,8 +1,9 @@
 // Package kindfleet runs the fleet of clusters/ as kind clusters: one kind cluster per definition (the hub and as
 // many members as asked), with the nodes its kind configuration lists (a member has workers that its database
-// Pods spread over), the kind tier's images loaded into every node by `kind load image-archive`'s library call, a
-// storage provisioner on every node and each member's cloud-named StorageClasses, and kubeconfigs both for this
-// machine (127.0.0.1) and for the hub's Pods (the control-plane node container's IP on kind's docker network).
+// Pods spread over), the kind tier's images loaded into the nodes that run them by `kind load image-archive`'s
+// library call, a storage provisioner on every node and each member's cloud-named StorageClasses, and kubeconfigs
+// both for this machine (127.0.0.1) and for the hub's Pods (the control-plane node container's IP on kind's docker
+// network).
 // The pod network across a cluster's nodes is its node image's default CNI: kindnetd in kind's own images,
 // mysqlfleet's agent (test/kindnet) in the project's.
 //
@@ -126,10 +127,8 @@ type Cluster struct {
 	InternalKubeconfig []byte
 	// Server is that address (https://<node IP>:6443).
 	Server string
-	// Nodes are the names of its nodes (their containers'), the control plane first.
-	Nodes []string
-	node  nodes.Node // the control plane
-	all   []nodes.Node
+	node   nodes.Node   // the control plane
+	all    []nodes.Node // every node, the control plane first
 }
 
 // Fleet is a running fleet of kind clusters.
@@ -327,9 +326,6 @@ func (f *Fleet) start(ctx context.Context, d clusters.Definition, exists bool) (
 	}
 	c.node = cps[0]
 	c.all = append([]nodes.Node{c.node}, slices.DeleteFunc(slices.Clone(ns), func(n nodes.Node) bool { return n.String() == c.node.String() })...)
-	for _, n := range c.all {
-		c.Nodes = append(c.Nodes, n.String())
-	}
 	ip, _, err := c.node.IP()
 	if err != nil {
 		return nil, fmt.Errorf("node IP of %s: %w", c.KindName, err)

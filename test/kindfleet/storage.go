@@ -114,7 +114,7 @@ func setUpStorage(ctx context.Context, c *Cluster, image string) error {
 			return false, nil
 		}
 		s := d.Status
-		return s.ObservedGeneration == d.Generation && s.DesiredNumberScheduled == int32(len(c.Nodes)) &&
+		return s.ObservedGeneration == d.Generation && s.DesiredNumberScheduled == int32(len(c.all)) &&
 			s.NumberReady == s.DesiredNumberScheduled && s.UpdatedNumberScheduled == s.DesiredNumberScheduled, nil
 	})
 }
