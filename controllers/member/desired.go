@@ -159,9 +159,10 @@ func unhealthy(p *corev1.Pod) string {
 }
 
 // desiredSet builds what the engine is asked for from the StatefulSet and its Pods (by ordinal; a missing Pod
-// is nil), without the switchover request (see requestedPrimary). An instance that cannot be resolved keeps an
+// is nil), without the switchover request (see requestedPrimary); node is the controller's own node ("" when
+// unknown), which a failover avoids among equal candidates. An instance that cannot be resolved keeps an
 // empty address: the engine then finds it unreachable (it has no server), which is what it is.
-func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, maxLag time.Duration) (
+func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, maxLag time.Duration, node string) (
 	clustering.Desired, []target, error) {
 	k, err := readContract(sts)
 	if err != nil {
@@ -188,6 +189,7 @@ func desiredSet(sts *appsv1.StatefulSet, pods []*corev1.Pod, resolve Resolver, m
 		}
 		targets[i] = t
 		d.Addresses = append(d.Addresses, t.addr)
+		d.WithController = append(d.WithController, node != "" && p != nil && p.Spec.NodeName == node)
 	}
 	return d, targets, nil
 }

@@ -36,8 +36,9 @@
 //     the resourceVersion the pass read (optimistic concurrency). It holds nothing that changes while the set
 //     is idle, so an idle set costs its member no write at all: the steady pass reads the cache only (the
 //     credentials Secret excepted, read live by get).
-//   - Come back after BusyInterval when the plan had steps or failed (a failover takes two passes), after
-//     PollInterval otherwise: the servers change without Kubernetes events, so sets are polled.
+//   - Come back after BusyInterval when the plan had steps or failed, at once after the first of a failover's
+//     two passes (the receivers are stopped; see Timing.BusyInterval), after PollInterval otherwise: the
+//     servers change without Kubernetes events, so sets are polled.
 //
 // A set whose servers cannot be reached is reported so (role unreachable, the reason in the instance's error
 // and in lastError), and a set that cannot be observed at all (no credentials, a contract missing or
@@ -69,7 +70,7 @@
 // the API server before it would have made it fail. So a takeover comes after our renewal, and is based on a
 // read that showed our renewal (or a later write), made after s: the standby cannot hold the Lease before
 // s + leaseDurationSeconds. The controller stops sending at s + RenewDeadline. The margin between the two,
-// checked positive at start (5 s with the defaults of 15 s and 10 s), must cover the way of a statement sent
+// checked positive at start (3 s with the defaults of 8 s and 5 s), must cover the way of a statement sent
 // just before the deadline to the server and its run there, and the difference of the two processes' clock
 // rates over one lease (parts per million; Go's monotonic clock is never stepped).
 //

@@ -43,10 +43,11 @@ type Options struct {
 	LeaderElection   bool
 	LeaderElectionID string
 	// LeaseDuration is how long a standby waits before it takes over a leader that stopped renewing; default
-	// 15s. RenewDeadline, default 10s, is both how long the leader goes on trying to renew before it gives up
-	// and how long after the start of its last renewal it may still change a server: it must be shorter than
-	// LeaseDuration in whole seconds, and the difference covers clock drift and a statement's way to the
-	// server (see the package documentation). RetryPeriod, default 2s, is how often it renews.
+	// DefaultLeaseDuration. RenewDeadline, default DefaultRenewDeadline, is both how long the leader goes on
+	// trying to renew before it gives up and how long after the start of its last renewal it may still change
+	// a server: it must be shorter than LeaseDuration in whole seconds, and the difference covers clock drift
+	// and a statement's way to the server (see the package documentation). RetryPeriod, default
+	// DefaultRetryPeriod, is how often it renews.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -63,6 +64,10 @@ type Options struct {
 	// render.DefaultRunnerImage. `mysqlfleet join` passes the controller's own image.
 	RunnerImage string
 
+	// NodeName is the node this process runs on (the downward API's spec.nodeName); empty when unknown. A
+	// failover prefers, among equally fit replicas, one on another node (clustering.Desired.WithController).
+	NodeName string
+
 	// SkipControllerNameValidation lets one process build several managers (tests).
 	SkipControllerNameValidation bool
 }
@@ -73,6 +78,18 @@ var passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"decision"})
 
 func init() { ctrlmetrics.Registry.MustRegister(passesTotal) }
+
+// The leader election's defaults: shorter than client-go's usual 15 s, 10 s and 2 s, because when the leader's
+// node is lost with the primary's, the standby fails over only once the Lease has expired, so the lease
+// duration is part of that failover's time (about the lease duration plus a failover, under 15 s on kind:
+// docs/benchmarks.md). The 3 s between the renew deadline and the lease duration are the fence's margin (see
+// the package documentation); a renewal is retried every second within the deadline, and the Lease costs one
+// write a second per member.
+const (
+	DefaultLeaseDuration = 8 * time.Second
+	DefaultRenewDeadline = 5 * time.Second
+	DefaultRetryPeriod   = time.Second
+)
 
 // Scheme holds the built-in kinds the member controller uses.
 func Scheme() *runtime.Scheme {
@@ -119,6 +136,7 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		APIReader:   mgr.GetAPIReader(),
 		Resolve:     o.Resolver,
 		RunnerImage: o.RunnerImage,
+		NodeName:    o.NodeName,
 		Timing:      o.withDefaults(),
 		lease:       lease,
 		events:      mgr.GetEventRecorder("mysqlfleet-member"),
@@ -197,9 +215,9 @@ func (r *Reconciler) setupWithManager(mgr manager.Manager, o Options) error {
 // refused once the Lease may have passed to a standby (lease.go). It returns the lock, nil without leader
 // election.
 func withLeaderElection(cfg *rest.Config, o Options, opts *manager.Options) (*leaseLock, error) {
-	leaseDuration := cmp.Or(o.LeaseDuration, 15*time.Second)
-	renewDeadline := cmp.Or(o.RenewDeadline, 10*time.Second)
-	retryPeriod := cmp.Or(o.RetryPeriod, 2*time.Second)
+	leaseDuration := cmp.Or(o.LeaseDuration, DefaultLeaseDuration)
+	renewDeadline := cmp.Or(o.RenewDeadline, DefaultRenewDeadline)
+	retryPeriod := cmp.Or(o.RetryPeriod, DefaultRetryPeriod)
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &leaseDuration, &renewDeadline, &retryPeriod
 	if !o.LeaderElection {
 		return nil, nil

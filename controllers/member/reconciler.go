@@ -41,6 +41,8 @@ type Reconciler struct {
 	Resolve Resolver
 	// RunnerImage is the image the seed Jobs copy the backup runner from (the manager's; see seed.go).
 	RunnerImage string
+	// NodeName is the node this controller runs on (Options.NodeName).
+	NodeName string
 	Timing
 	pools pools
 	// lease refuses every change to a server, record or role label once the leader election Lease may have
@@ -65,11 +67,12 @@ type Timing struct {
 	// goes unnoticed. Default 1s: a pass over an idle set is one status read of each server.
 	PollInterval time.Duration
 	// BusyInterval is how soon a set is looked at again after a pass that changed something or failed: the
-	// next pass checks the change or takes the next step (a failover takes two passes). Default 500ms.
+	// next pass checks the change or takes the next step. Default 500ms. The second pass of a failover, after
+	// the first stopped the receivers, follows at once.
 	BusyInterval time.Duration
 	// StatusTimeout bounds the login and status read of one server; a server that takes longer is unreachable
-	// for that pass. Default 2s. A primary that hangs is replaced after about poll/2 + 2 × StatusTimeout +
-	// BusyInterval + the failover's own work: these defaults bring a frozen or cut-off primary's replacement
+	// for that pass. Default 2s. A primary that hangs is replaced after about poll/2 + 2 × StatusTimeout + the
+	// failover's own work: these defaults bring a frozen or cut-off primary's replacement
 	// under 8 s at the median on kind (docs/benchmarks.md, failover-kind), and one slow answer still never promotes anyone,
 	// since a primary counts as lost only after two passes failed to read it.
 	StatusTimeout time.Duration
@@ -176,10 +179,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Error(err, "Failed to publish the pass", "statefulSet", klog.KObj(sts))
 		return ctrl.Result{RequeueAfter: r.BusyInterval}, nil
 	}
-	if changed || planFailed {
-		return ctrl.Result{RequeueAfter: r.BusyInterval}, nil
+	return ctrl.Result{RequeueAfter: r.nextPass(rep.Decision.Kind, changed, planFailed)}, nil
+}
+
+// nextPass is how soon a set is looked at again after a pass that decided kind.
+func (t Timing) nextPass(kind string, changed, planFailed bool) time.Duration {
+	switch {
+	case !planFailed && kind == string(clustering.FailoverStarted):
+		// The receivers are stopped and what each replica received is final: the pass that chooses the new
+		// primary reads everything again at once, the lost primary included (a frozen one is still given its
+		// StatusTimeout), and waiting before it would only add to the time without a writable primary.
+		// RequeueAfter must be positive to be a requeue that resets the rate limiter.
+		return time.Nanosecond
+	case changed || planFailed:
+		return t.BusyInterval
 	}
-	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+	return t.PollInterval
 }
 
 // holdForRestore tells a set that must wait for its restore Job: one that has one, has no primary yet (after
@@ -322,7 +337,7 @@ func (r *Reconciler) passInputs(ctx context.Context, s *scope) (*inputs, error) 
 		return nil, err
 	}
 	s.rec = rec
-	d, targets, err := desiredSet(s.sts, s.pods, r.Resolve, r.MaxLag)
+	d, targets, err := desiredSet(s.sts, s.pods, r.Resolve, r.MaxLag, r.NodeName)
 	if err != nil {
 		return nil, err
 	}

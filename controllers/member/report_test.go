@@ -74,7 +74,7 @@ func TestContractDecidesOverThePodTemplate(t *testing.T) {
 	k, err := readContract(sts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k).To(Equal(contract{engine: mysql.MariaDB, credentialsSecret: "shop-credentials"}))
-	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second)
+	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
 	job, err := seedJob(sts, 1, 0, "runner:1")
@@ -128,7 +128,7 @@ func TestMissingOrMalformedContractIsAnError(t *testing.T) {
 			for _, w := range tt.want {
 				g.Expect(err).To(MatchError(ContainSubstring(w)))
 			}
-			_, _, derr := desiredSet(sts, nil, PodIPResolver, time.Second)
+			_, _, derr := desiredSet(sts, nil, PodIPResolver, time.Second, "")
 			g.Expect(derr).To(MatchError(err.Error()), "the pass is refused with the same reason")
 			_, serr := seedJob(sts, 1, 0, "runner:1")
 			g.Expect(serr).To(MatchError(err.Error()), "no seed Job either")
@@ -162,9 +162,12 @@ func TestDesiredSetMarksUnresolvableInstances(t *testing.T) {
 	}
 	deleted := ip("shop-3", "10.0.0.4")
 	deleted.DeletionTimestamp = ptr.To(metav1.Now())
-	d, targets, err := desiredSet(sts, []*corev1.Pod{ip("shop-0", "10.0.0.1"), ip("shop-1", ""), nil, deleted},
-		PodIPResolver, 7*time.Second)
+	onNode := ip("shop-0", "10.0.0.1")
+	onNode.Spec.NodeName = "node-a"
+	d, targets, err := desiredSet(sts, []*corev1.Pod{onNode, ip("shop-1", ""), nil, deleted},
+		PodIPResolver, 7*time.Second, "node-a")
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.WithController).To(Equal([]bool{true, false, false, false}))
 	g.Expect(d.Engine).To(Equal(mysql.MariaDB))
 	g.Expect(d.Name).To(Equal("shop"))
 	g.Expect(d.MaxLag).To(Equal(7 * time.Second))
@@ -357,11 +360,24 @@ func TestAsyncWindow(t *testing.T) {
 	g.Expect(closed.AsyncSince).To(BeNil())
 
 	sts := renderedSet(t, v1alpha1.EngineMariaDB, "")
-	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second)
+	d, _, err := desiredSet(sts, nil, PodIPResolver, time.Second, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Preferred).To(BeFalse(), "Required without the annotation")
 	sts.Annotations[v1alpha1.DurabilityAnnotation] = "Preferred"
-	d, _, err = desiredSet(sts, nil, PodIPResolver, time.Second)
+	d, _, err = desiredSet(sts, nil, PodIPResolver, time.Second, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Preferred).To(BeTrue())
+}
+
+// TestNextPass: the pass that chooses a new primary follows the one that stopped the receivers at once; a pass
+// that changed something or failed comes back after the busy interval, an idle one after the poll interval.
+func TestNextPass(t *testing.T) {
+	g := NewWithT(t)
+	tm := Timing{}.withDefaults()
+	g.Expect(tm.nextPass(string(clustering.FailoverStarted), true, false)).To(BeNumerically("<=", time.Millisecond))
+	g.Expect(tm.nextPass(string(clustering.FailoverStarted), true, true)).To(Equal(tm.BusyInterval),
+		"a first pass whose plan failed (a receiver not stopped) is not followed at once")
+	g.Expect(tm.nextPass(string(clustering.Failover), true, false)).To(Equal(tm.BusyInterval))
+	g.Expect(tm.nextPass(string(clustering.Steady), false, true)).To(Equal(tm.BusyInterval))
+	g.Expect(tm.nextPass(string(clustering.Steady), false, false)).To(Equal(tm.PollInterval))
 }

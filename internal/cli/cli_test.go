@@ -291,6 +291,9 @@ func testJoin(e *env, t *testing.T) {
 	g.Expect(pod.Containers[0].Command).To(Equal([]string{"/mysqlfleet-member"}))
 	g.Expect(pod.Containers[0].Args).To(ContainElements("--leader-elect",
 		"--runner-image=registry.example.com/mysqlfleet/manager:1.2.3"), "its seed Jobs run the runner of its own image")
+	g.Expect(pod.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "NODE_NAME",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}}),
+		"it knows its own node, which a failover avoids")
 	controllerUser := "system:serviceaccount:" + cli.MemberNamespace + ":mysqlfleet-member-controller"
 	for _, c := range []struct {
 		attrs   authorizationv1.ResourceAttributes

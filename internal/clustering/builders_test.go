@@ -45,6 +45,16 @@ func engine(e mysql.Engine) func(*clustering.Desired) {
 	return func(d *clustering.Desired) { d.Engine = e }
 }
 
+// withController marks the instances on the deciding controller's node.
+func withController(is ...int) func(*clustering.Desired) {
+	return func(d *clustering.Desired) {
+		d.WithController = make([]bool, len(d.Addresses))
+		for _, i := range is {
+			d.WithController[i] = true
+		}
+	}
+}
+
 func requestPrimary(i int) func(*clustering.Desired) {
 	return func(d *clustering.Desired) { d.Primary = &i }
 }

@@ -124,6 +124,22 @@ func (e *engine) status(i int) *mysql.Status { return e.obs[i].Status }
 
 func (e *engine) errant(i int) bool { return slices.Contains(e.next.Errant, i) }
 
+// withController tells whether instance i runs on the deciding controller's node (Desired.WithController).
+func (e *engine) withController(i int) bool {
+	return i < len(e.d.WithController) && e.d.WithController[i]
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 func readOnly(st *mysql.Status) bool { return st.ReadOnly || st.SuperReadOnly }
 
 // bootstrap handles a set with no recorded primary: bootstrap it when every instance is fresh, adopt the one
@@ -321,7 +337,9 @@ func (e *engine) failover(reason string) {
 		refuse("no replica holds every transaction the others hold (" + strings.Join(lacks, "; ") + ")")
 		return
 	}
-	// The requested primary first, then the lowest index; and one that can apply what it received.
+	// The requested primary first, then one away from the controller's node, then the lowest index; and one
+	// that can apply what it received.
+	slices.SortStableFunc(covering, func(a, b int) int { return cmpBool(e.withController(a), e.withController(b)) })
 	if req := e.d.Primary; req != nil && slices.Contains(covering, *req) {
 		covering = append([]int{*req}, slices.DeleteFunc(covering, func(c int) bool { return c == *req })...)
 	}

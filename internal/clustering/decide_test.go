@@ -604,6 +604,33 @@ func TestDecideFailover(t *testing.T) {
 			}},
 		},
 		{
+			name: "equal replicas: one away from the controller's node before the lowest index",
+			d:    desired(3, withController(1)), rec: record(0),
+			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
+				md.replica(2, 0, "0-1-10", receiverStopped())),
+			want: expect{kind: clustering.Failover, from: 0, to: 2, steps: []string{
+				"save-record primary=2 errant=[] deposed=0", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
+			}},
+		},
+		{
+			name: "the controller's node does not outweigh a transaction only its replica holds",
+			d:    desired(3, withController(1)), rec: record(0),
+			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
+				md.replica(2, 0, "0-1-9", receiverStopped())),
+			want: expect{kind: clustering.Failover, from: 0, to: 1, steps: []string{
+				"save-record primary=1 errant=[] deposed=0", "promote 1 (semi-sync wait 1)", "replicate 2 from 1",
+			}},
+		},
+		{
+			name: "the requested primary before one away from the controller's node",
+			d:    desired(3, withController(2), requestPrimary(2)), rec: record(0),
+			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),
+				md.replica(2, 0, "0-1-10", receiverStopped())),
+			want: expect{kind: clustering.Failover, from: 0, to: 2, steps: []string{
+				"save-record primary=2 errant=[] deposed=0", "promote 2 (semi-sync wait 1)", "replicate 1 from 2",
+			}},
+		},
+		{
 			name: "equal replicas: the requested primary",
 			d:    desired(3, requestPrimary(2)), rec: record(0),
 			obs: observe(unreachable(), md.replica(1, 0, "0-1-10", receiverStopped()),

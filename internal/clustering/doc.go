@@ -37,7 +37,8 @@
 //     Failover then requires FailoverQuorum instances to answer, takes each one's executed ∪ received set
 //     (without its own transactions if it is errant), and promotes the replica that holds every transaction
 //     every other answering instance holds: never one that lacks a transaction another has. Among several,
-//     the requested primary, then the lowest index. It must be able to apply what it received. The record
+//     the requested primary, then one whose Pod is not on the controller's own node (Desired.WithController),
+//     then the lowest index. It must be able to apply what it received. The record
 //     moves to it, it is promoted (Promote waits until it has applied everything it received: an
 //     acknowledgement means received, not applied), and the others follow it. Refused, with the reason, when
 //     too few answer, when the replicas diverge, or when the best one cannot apply.

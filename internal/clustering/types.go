@@ -34,6 +34,11 @@ type Desired struct {
 	SemiSyncWait int
 	// MaxLag bounds the replication lag of a replica that counts as in sync, and of a switchover target.
 	MaxLag time.Duration
+	// WithController marks, by instance index, the instances whose Pod runs on the node of the controller that
+	// decides (nil or short: none). Among replicas equally fit to replace a lost primary, a failover prefers one
+	// that does not share the controller's node, so that one node's loss never takes both the primary and the
+	// controller that would replace it: the standby controller first waits for the leader's Lease to expire.
+	WithController []bool
 	// Primary is the primary the user asked for (a planned switchover), or nil for "whichever is primary".
 	// A request for the current primary is a no-op; the request may stay set after the switch.
 	Primary *int

@@ -264,6 +264,9 @@ func MemberController(image string) MemberControllerObjects {
 		WithCommand("/mysqlfleet-member").
 		// The seed Jobs copy the backup runner from this same image.
 		WithArgs("--leader-elect", "--namespace="+ns, "--runner-image="+image).
+		// Its own node, which a failover avoids among equally fit replicas (member.Options.NodeName).
+		WithEnv(corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName")))).
 		WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(8080),
 			corev1ac.ContainerPort().WithName("health").WithContainerPort(8081)).
 		WithLivenessProbe(probe("/healthz")).WithReadinessProbe(probe("/readyz")).
