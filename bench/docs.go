@@ -675,7 +675,9 @@ func (recs *records) kindSection(b *strings.Builder) {
 		return
 	}
 	b.WriteString("Every run, oldest first, by fault; the member controller as `mysqlfleet join` installs it, with the " +
-		"arguments the run recorded. \"Whole again\" is from the fault to the hub showing every replica in sync again, none " +
+		"arguments the run recorded and its Lease's duration where the run read it (before that, 15 s). \"Primary on the " +
+		"leader's node\" counts the runs whose old primary ran on the node of the leading member controller (runs that " +
+		"recorded both): a node fault there waits for the Lease. \"Whole again\" is from the fault to the hub showing every replica in sync again, none " +
 		"errant or unreachable. The local tier's column is the median of its latest run for the same fault (kwok Pods " +
 		"backed by local processes, the writer resolving EndpointSlices itself).\n\n")
 	local := map[string]float64{}
@@ -686,20 +688,30 @@ func (recs *records) kindSection(b *strings.Builder) {
 			}
 		}
 	}
-	var rows [][]string
+	var rows, phases [][]string
 	for _, rec := range recs.kind {
 		r := rec.r
+		controller := timingFlags(r.ControllerArgs)
+		if r.LeaseSeconds > 0 {
+			controller += fmt.Sprintf(", Lease %d s", r.LeaseSeconds)
+		}
 		for _, f := range r.Figures {
 			if len(f.Runs) == 0 {
 				continue
 			}
-			acked, oldAcks := 0, 0
+			acked, oldAcks, withLeader, placed := 0, 0, 0, 0
 			var whole []float64
 			for _, run := range f.Runs {
 				acked += run.Acknowledged
 				oldAcks += run.OldPrimaryAcks
 				if run.Error == "" {
 					whole = append(whole, run.FullRedundancySeconds)
+				}
+				if run.LeaderNode != "" {
+					placed++
+					if run.LeaderNode == run.PrimaryNode {
+						withLeader++
+					}
 				}
 			}
 			met, span := "missed", fmt.Sprintf("%.2f – %.2f s", f.MinSeconds, f.MaxSeconds)
@@ -717,14 +729,32 @@ func (recs *records) kindSection(b *strings.Builder) {
 			if v, ok := local[localKinds[kind]]; ok {
 				localCell = sec(v)
 			}
-			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), timingFlags(r.ControllerArgs), fmt.Sprint(r.Nodes),
+			leaderCell := "–"
+			if placed > 0 {
+				leaderCell = fmt.Sprintf("%d of %d", withLeader, placed)
+			}
+			rows = append(rows, []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""), controller, fmt.Sprint(r.Nodes),
 				fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), kind,
 				fmt.Sprintf("%d of %d", f.Completed, len(f.Runs)), "**" + sec(f.MedianSeconds) + "**",
-				span, fmt.Sprintf("≤ %g s: %s", f.TargetSeconds, met), localCell, wholeCell, fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
+				span, fmt.Sprintf("≤ %g s: %s", f.TargetSeconds, met), localCell, leaderCell, wholeCell,
+				fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
+			if len(f.PhaseMedians) > 0 {
+				var ps []string
+				for _, p := range f.PhaseMedians {
+					ps = append(ps, fmt.Sprintf("%s %s", p.Name, sec(p.Seconds)))
+				}
+				phases = append(phases, []string{runLink(rec.name, rec.latest), kind, strings.Join(ps, "; ")})
+			}
 		}
 	}
 	table(b, []string{"run", "tree", "member controller", "nodes", "load at start, end", "fault", "runs completed", "median", "min – max",
-		"target (median)", "local tier", "whole again", "acknowledged writes lost", "old primary's acks after the new one's"}, rows)
+		"target (median)", "local tier", "primary on the leader's node", "whole again", "acknowledged writes lost",
+		"old primary's acks after the new one's"}, rows)
+	if len(phases) > 0 {
+		b.WriteString("The medians of each phase, in seconds after the fault or the request, from watches on the member " +
+			"(runs that recorded them):\n\n")
+		table(b, []string{"run", "fault", "phases"}, phases)
+	}
 	if rec, ok := latestOf(recs.kind); ok {
 		fmt.Fprintf(b, "The member controller's arguments in the latest run: `%s`.\n", strings.Join(rec.r.ControllerArgs, " "))
 	}

@@ -18,10 +18,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
@@ -50,10 +52,12 @@ const (
 	faultSwitchover = "switchover"
 )
 
-var benchFaults = []struct {
+type benchFault struct {
 	name, what string
 	target     time.Duration
-}{
+}
+
+var benchFaults = []benchFault{
 	{faultKill, "kill -9 of the primary's mariadbd → first write acknowledged through <name>-primary", 2 * time.Second},
 	{faultDelete, "the primary's Pod deleted (default grace) → first write acknowledged through <name>-primary", 3 * time.Second},
 	{faultFrozen, "the primary's mariadbd frozen (SIGSTOP) → first write acknowledged by the new primary", 8 * time.Second},
@@ -109,8 +113,18 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 		Expect(clients[member].List(ctx, &nodes)).To(Succeed())
 		res.Nodes = len(nodes.Items)
 		res.ControllerArgs = memberControllerArgs(ctx, member)
+		var lease coordinationv1.Lease
+		Expect(clients[member].Get(ctx, client.ObjectKey{Namespace: render.JoinNamespace, Name: render.MemberControllerName}, &lease)).To(Succeed())
+		res.LeaseSeconds = int(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0))
+		faults := benchFaults
+		// BENCH_FAULTS (comma-separated names) runs only those faults, in the usual order.
+		if only := os.Getenv("BENCH_FAULTS"); only != "" {
+			names := strings.Split(only, ",")
+			faults = slices.DeleteFunc(slices.Clone(benchFaults), func(f benchFault) bool { return !slices.Contains(names, f.name) })
+			Expect(faults).To(HaveLen(len(names)), "BENCH_FAULTS=%s names a fault that is not one of the bench's", only)
+		}
 		figures := map[string]*failover.Figure{}
-		for _, f := range benchFaults {
+		for _, f := range faults {
 			figures[f.name] = &failover.Figure{What: f.what, TargetSeconds: f.target.Seconds()}
 			res.Figures = append(res.Figures, figures[f.name])
 		}
@@ -123,7 +137,7 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 		}()
 		var tables []string
 		for i := 1; i <= runs; i++ {
-			for _, f := range benchFaults {
+			for _, f := range faults {
 				r := failover.Run{Kind: f.name, Index: i, Load1: machine.LoadAverage()[0]}
 				b := &benchRun{member: member, c: c, key: key, table: fmt.Sprintf("orders.%s_%d", strings.ReplaceAll(f.name, "-", "_"), i)}
 				err := b.run(ctx, f.name, &r, &tables)
@@ -182,6 +196,16 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 	if err := clients[b.member].Get(ctx, client.ObjectKey{Namespace: b.key.Namespace, Name: old}, &oldPod); err != nil {
 		return err
 	}
+	r.PrimaryNode, r.LeaderNode = oldPod.Spec.NodeName, leaderNode(ctx, b.member)
+	// Where the time goes: the member controller's record, the role labels, the primary Service's endpoints.
+	wc, err := client.NewWithWatch(members[b.member].Config, client.Options{Scheme: clients[b.member].Scheme()})
+	if err != nil {
+		return err
+	}
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	tl := &failover.Timeline{}
+	tl.WatchMember(watching, wc, b.key.Namespace, b.c)
 	// The writer stands where the application would: on another node than the primary, which a node fault takes.
 	writer := startClient(ctx, b.member, b.key, "bench-writer", b.c.PrimaryServiceName(), b.c.Spec.User, v1alpha1.PasswordKey,
 		b.table, failover.WriterScript(benchConnections), offNode(oldPod.Spec.NodeName))
@@ -288,9 +312,16 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 	writes = b.writes(ctx, writer)
 	deleteClient(ctx, b.member, b.key.Namespace, writer)
 	acked := r.Tally(writes, t0, old, target)
+	at := func(unix float64) time.Time { return time.Unix(0, int64(unix*1e9)) }
+	r.Timeline = tl.Relative(at(t0))
 	if r.Error != "" {
 		return errors.New(r.Error)
 	}
+	refused, sawRefusal := time.Time{}, false
+	if i := slices.IndexFunc(writes, func(w failover.Write) bool { return !w.Ack && w.At > t0 }); i >= 0 {
+		refused, sawRefusal = at(writes[i].At), true
+	}
+	r.Phases = tl.Phases(at(t0), r.To, fault == faultSwitchover, refused, sawRefusal, r.Seconds)
 
 	// Every acknowledged write is on the new primary, read as root from its own Pod.
 	lost, err := b.missingOn(ctx, r.To, acked)
@@ -396,6 +427,21 @@ func serverPID(ctx context.Context, member, ns, name string) (string, string, er
 		return "", "", fmt.Errorf("the server of %s in node %s: %v %q", name, pod.Spec.NodeName, err, out)
 	}
 	return pod.Spec.NodeName, pids[0], nil
+}
+
+// leaderNode is the node of the member controller that holds its Lease ("" when none does): the holder's
+// identity starts with its Pod's name (client-go's hostname_uuid).
+func leaderNode(ctx context.Context, member string) string {
+	var lease coordinationv1.Lease
+	if err := clients[member].Get(ctx, client.ObjectKey{Namespace: render.JoinNamespace, Name: render.MemberControllerName}, &lease); err != nil {
+		return ""
+	}
+	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
+	var pod corev1.Pod
+	if holder == "" || clients[member].Get(ctx, client.ObjectKey{Namespace: render.JoinNamespace, Name: holder}, &pod) != nil {
+		return ""
+	}
+	return pod.Spec.NodeName
 }
 
 // nodeExec runs a shell script in a kind node's container (the node's name is its container's).

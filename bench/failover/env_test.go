@@ -3,7 +3,6 @@ package failover
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -167,10 +166,10 @@ func startEnv(b *testing.B, logs string) *env {
 var setServers = struct {
 	sync.Mutex
 	byNS      map[string]*dbpods.Servers
-	timelines map[string]*timeline
-}{byNS: map[string]*dbpods.Servers{}, timelines: map[string]*timeline{}}
+	timelines map[string]*Timeline
+}{byNS: map[string]*dbpods.Servers{}, timelines: map[string]*Timeline{}}
 
-func serversOf(ns string) (*dbpods.Servers, *timeline) {
+func serversOf(ns string) (*dbpods.Servers, *Timeline) {
 	setServers.Lock()
 	defer setServers.Unlock()
 	return setServers.byNS[ns], setServers.timelines[ns]
@@ -178,7 +177,7 @@ func serversOf(ns string) (*dbpods.Servers, *timeline) {
 
 // recordPasses makes the Resolver note on tl when the member controller starts a pass over the set in ns (nil
 // stops it).
-func recordPasses(ns string, tl *timeline) {
+func recordPasses(ns string, tl *Timeline) {
 	setServers.Lock()
 	defer setServers.Unlock()
 	if tl == nil {
@@ -340,16 +339,6 @@ func (e *env) report(ctx context.Context, s *set) (*v1alpha1.ReplicationReport, 
 	return rep, rec, nil
 }
 
-func parseReport(cm *corev1.ConfigMap) (*v1alpha1.ReplicationReport, clustering.Record) {
-	var rec clustering.Record
-	_ = json.Unmarshal([]byte(cm.Data[v1alpha1.ReplicationRecordKey]), &rec)
-	var rep v1alpha1.ReplicationReport
-	if err := json.Unmarshal([]byte(cm.Data[v1alpha1.ReplicationReportKey]), &rep); err != nil {
-		return nil, rec
-	}
-	return &rep, rec
-}
-
 // endpointPods are the Pods the ready endpoints of a Service's EndpointSlices name, sorted: where a client
 // behind kube-proxy reaches.
 func endpointPods(ctx context.Context, c client.Client, ns, svc string) ([]string, error) {
@@ -359,19 +348,6 @@ func endpointPods(ctx context.Context, c client.Client, ns, svc string) ([]strin
 		return nil, err
 	}
 	return readyPods(sl.Items), nil
-}
-
-func readyPods(slices_ []discoveryv1.EndpointSlice) []string {
-	var pods []string
-	for _, s := range slices_ {
-		for _, ep := range s.Endpoints {
-			if ep.TargetRef != nil && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
-				pods = append(pods, ep.TargetRef.Name)
-			}
-		}
-	}
-	slices.Sort(pods)
-	return slices.Compact(pods)
 }
 
 // waitFormed waits until the set has the primary want, every other server a replica in sync, a steady last

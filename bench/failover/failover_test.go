@@ -213,7 +213,7 @@ func (e *env) measure(b *testing.B, r *Run, h *machine.Host) {
 			break
 		}
 		if time.Now().After(deadline) {
-			r.Timeline = relative(tl.snapshot(), t0)
+			r.Timeline = tl.Relative(t0)
 			fail("no write acknowledged by a new primary within %s of the %s (%d writes failed since)",
 				*flagWithin, r.Kind, w.failed())
 		}
@@ -249,8 +249,9 @@ func (e *env) measure(b *testing.B, r *Run, h *machine.Host) {
 		}
 	}
 	r.EndpointSliceRetries = e.endpointSliceRetries(s.ns, s.cluster.PrimaryServiceName()) - retriesBefore
-	r.Phases = phases(r, tl, w, t0)
-	r.Timeline = relative(tl.snapshot(), t0)
+	refused, ok := w.firstFailureAfter(t0)
+	r.Phases = tl.Phases(t0, r.To, r.Kind == kindSwitchover, refused, ok, r.Seconds)
+	r.Timeline = tl.Relative(t0)
 	if rep, _, err := e.report(ctx, s); err == nil && rep != nil {
 		if rep.Primary != r.To {
 			fail("the first write on a new primary went to %s but the member controller reports %q", r.To, rep.Primary)
@@ -281,32 +282,4 @@ func (e *env) requestPrimary(s *set, ordinal int32) error {
 		return err
 	}
 	return e.c.Apply(e.ctx, objs.StatefulSet, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
-}
-
-// phases are the moments, after t0, at which the change of primary became visible, in order: in the member
-// controller's report and record, on the Pods' labels, in the primary Service's EndpointSlices and to the writer.
-// A phase never seen is -1.
-func phases(r *Run, tl *timeline, w *writer, t0 time.Time) []Phase {
-	var ps []Phase
-	// add(name)(at, ok) records a phase; it takes the two results of a lookup as they come.
-	add := func(name string) func(time.Time, bool) {
-		return func(at time.Time, ok bool) {
-			p := Phase{Name: name, Seconds: -1}
-			if ok {
-				p.Seconds = at.Sub(t0).Seconds()
-			}
-			ps = append(ps, p)
-		}
-	}
-	if r.Kind != kindSwitchover {
-		add("failover started")(tl.first(t0, "decision FailoverStarted"))
-	} else {
-		// The old primary fenced: read-only, its connections ended.
-		add("first write refused")(w.firstFailureAfter(t0))
-	}
-	add("new primary recorded")(tl.first(t0, "record primary="+r.To[strings.LastIndex(r.To, "-")+1:]))
-	add("labelled primary")(tl.first(t0, r.To+" role primary"))
-	add("endpoints name it")(tl.first(t0, "endpoints "+r.To))
-	add("first write on it")(t0.Add(time.Duration(r.Seconds*float64(time.Second))), true)
-	return ps
 }

@@ -36,6 +36,9 @@ type KindResults struct {
 	// ControllerArgs are the member controller's arguments as its Deployment in the member has them.
 	ControllerArgs []string   `json:"memberControllerArgs"`
 	Writer         KindWriter `json:"writer"`
+	// LeaseSeconds is the member controller's leader election Lease duration as the Lease had it at the start;
+	// 0 in runs that did not record it (the Lease was then 15 s).
+	LeaseSeconds int `json:"leaseSeconds,omitzero"`
 	// FaultSeconds is how long a frozen or cut-off primary stays so before it is let go.
 	FaultSeconds float64   `json:"faultSeconds"`
 	Figures      []*Figure `json:"figures"`
@@ -121,8 +124,12 @@ type Run struct {
 	FullRedundancySeconds float64 `json:"fullRedundancySeconds,omitzero"`
 	// OldPrimaryAcks (kind runs) counts writes the old primary acknowledged after the new one acknowledged its
 	// first: two writable servers. It must be 0.
-	OldPrimaryAcks int    `json:"oldPrimaryAcksAfterPromotion"`
-	Error          string `json:"error,omitempty"`
+	OldPrimaryAcks int `json:"oldPrimaryAcksAfterPromotion"`
+	// PrimaryNode and LeaderNode (kind runs) are the nodes of the old primary's Pod and of the leading member
+	// controller when the fault began: a node fault on a node that holds both waits for the Lease to expire.
+	PrimaryNode string `json:"primaryNode,omitempty"`
+	LeaderNode  string `json:"leaderNode,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Phase is a moment after the fault or request; -1 when it was not seen.

@@ -210,12 +210,3 @@ func ids(dsn string) (map[int64]bool, error) {
 	}
 	return out, rows.Err()
 }
-
-// relative renders a timeline in seconds after t0, for the JSON.
-func relative(events []event, t0 time.Time) []string {
-	out := make([]string, 0, len(events))
-	for _, e := range events {
-		out = append(out, fmt.Sprintf("%+.3fs %s", e.at.Sub(t0).Seconds(), e.what))
-	}
-	return out
-}

@@ -199,12 +199,3 @@ func (w *writer) failed() int {
 	defer w.mu.Unlock()
 	return len(w.failures)
 }
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
