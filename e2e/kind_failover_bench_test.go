@@ -128,13 +128,15 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 			figures[f.name] = &failover.Figure{What: f.what, TargetSeconds: f.target.Seconds()}
 			res.Figures = append(res.Figures, figures[f.name])
 		}
-		defer func() {
+		// Written after every round, so that a bench stopped partway keeps the rounds it completed.
+		record := func() {
 			res.Host.LoadEnd = machine.LoadAverage()
 			for _, f := range res.Figures {
 				f.Summarize()
 			}
 			writeKindResults(res)
-		}()
+		}
+		defer record()
 		var tables []string
 		for i := 1; i <= runs; i++ {
 			for _, f := range faults {
@@ -151,6 +153,7 @@ var _ = Describe("Failover on kind, measured", Ordered, Label(Bench, string(Real
 				Expect(r.OldPrimaryAcks).To(BeZero(), "the old primary acknowledged writes after the new one in %s run %d", f.name, i)
 				Expect(err).NotTo(HaveOccurred(), "%s run %d", f.name, i)
 			}
+			record()
 		}
 	})
 })

@@ -147,8 +147,10 @@ type SemiSync struct {
 	NoTx    int64  `json:"noTx"`
 }
 
-// Summarize computes the figure from the runs that completed; a failed run counts in none of the times.
+// Summarize computes the figure from the runs that completed; a failed run counts in none of the times. It may
+// be called again as runs are added.
 func (f *Figure) Summarize() {
+	f.LostWrites, f.PhaseMedians = 0, nil
 	var secs []float64
 	byPhase := map[string][]float64{}
 	var order []string
