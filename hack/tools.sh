@@ -18,6 +18,16 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
+# locked KEY CMD... runs CMD holding an exclusive lock on KEY in the cache. CI runs this script twice at once
+# (make tools, and hack/kind/images.sh for the node image's control plane): both once built the Kubernetes
+# binaries into the same directory, and the second to finish failed on the first's rename. The second now waits,
+# then finds the tool built.
+locked() {
+  local key=$1
+  shift
+  (flock 9 && "$@") 9>"$cache/.$key.lock"
+}
+
 # version_ldflags PKG... stamps the Kubernetes version into the given version packages, so that
 # `kube-apiserver --version` and the server's /version (which Helm's kubeVersion checks) report the pin.
 version_ldflags() {
@@ -95,7 +105,8 @@ build_etcd() {
 
 # go_install NAME VERSION PKG [LDFLAGS [KEY-SUFFIX]] installs PKG@VERSION into the cache as NAME; a build with
 # extra ldflags gets its own cache key.
-go_install() {
+go_install() { locked "$1-$2${5:-}" go_install_unlocked "$@"; }
+go_install_unlocked() {
   local name=$1 version=$2 pkg=$3 ld="-s -w ${4:-}" out=$cache/$1-$2${5:-}
   [[ -x $out/$name ]] && return 0
   log "building $name $version"
@@ -159,13 +170,13 @@ kube=()
 for t in "${tools[@]}"; do
   case $t in kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) kube+=("$t") ;; esac
 done
-((${#kube[@]})) && build_kube "${kube[@]}"
+((${#kube[@]})) && locked "kube-$KUBE_VERSION" build_kube "${kube[@]}"
 
 for t in "${tools[@]}"; do
   case $t in
     kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) link "$cache/kube-$KUBE_VERSION/$t" ;;
-    etcd) build_etcd && link "$cache/etcd-$ETCD_VERSION/etcd" ;;
-    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok && kwok_stages &&
+    etcd) locked "etcd-$ETCD_VERSION" build_etcd && link "$cache/etcd-$ETCD_VERSION/etcd" ;;
+    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok && locked "kwok-stages-$KWOK_VERSION" kwok_stages &&
       link "$cache/kwok-$KWOK_VERSION/kwok" && link "$cache/kwok-$KWOK_VERSION/kwok-stages.yaml" ;;
     kwokctl) go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl && link "$cache/kwokctl-$KWOK_VERSION/kwokctl" ;;
     # Helm's release builds stamp its version and the Kubernetes version it assumes without a cluster (helm
@@ -181,7 +192,7 @@ for t in "${tools[@]}"; do
     ginkgo) go_install ginkgo "$GINKGO_VERSION" github.com/onsi/ginkgo/v2/ginkgo && link "$cache/ginkgo-$GINKGO_VERSION/ginkgo" ;;
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint &&
       link "$cache/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint" ;;
-    promtool) build_promtool && link "$cache/promtool-$PROMETHEUS_VERSION/promtool" ;;
+    promtool) locked "promtool-$PROMETHEUS_VERSION" build_promtool && link "$cache/promtool-$PROMETHEUS_VERSION/promtool" ;;
     versitygw | fake-gcs-server) build_object_store "$t" ;;
     *) log "unknown tool $t"; exit 2 ;;
   esac
