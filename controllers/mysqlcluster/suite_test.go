@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,6 +186,11 @@ func dumpOnFailure(t *testing.T, key client.ObjectKey) {
 		if err := hub.Get(context.Background(), key, &c); err == nil {
 			t.Logf("MySQLCluster %s status: %+v", key, c.Status)
 		}
+		for _, m := range c.Spec.Placement.Members {
+			if mc, ok := members[m]; ok {
+				t.Logf("member %s, namespace %s:\n%s", m, key.Namespace, describeNamespace(mc, key.Namespace))
+			}
+		}
 		if data, err := os.ReadFile(managerLog); err == nil {
 			if len(data) > 20000 {
 				data = data[len(data)-20000:]
@@ -191,6 +198,53 @@ func dumpOnFailure(t *testing.T, key client.ObjectKey) {
 			t.Logf("manager log (tail):\n%s", data)
 		}
 	})
+}
+
+// describeNamespace says what a member runs in a namespace, for a failed test: each Pod's phase, node and
+// conditions that are not True, each claim's phase and node, and the namespace's latest events (a Pod that stays
+// unready is explained there: unschedulable, a volume not bound, a kubelet that never reported).
+func describeNamespace(mc client.Client, ns string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	var pods corev1.PodList
+	if err := mc.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(&b, "  pods: %v\n", err)
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "  pod %s: %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, "; %s=%s %s %s", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		b.WriteString("\n")
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := mc.List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(&b, "  claims: %v\n", err)
+	}
+	for _, p := range pvcs.Items {
+		fmt.Fprintf(&b, "  claim %s: %s, node %q\n", p.Name, p.Status.Phase, p.Annotations["volume.kubernetes.io/selected-node"])
+	}
+	var events corev1.EventList
+	if err := mc.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(&b, "  events: %v\n", err)
+	}
+	at := func(e corev1.Event) time.Time { // the scheduler writes events.k8s.io events, which have only EventTime
+		if e.LastTimestamp.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.LastTimestamp.Time
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return at(events.Items[i]).Before(at(events.Items[j])) })
+	if n := len(events.Items); n > 25 {
+		events.Items = events.Items[n-25:]
+	}
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "  event %s %s/%s %s: %s\n", at(e).UTC().Format("15:04:05.000"),
+			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	return b.String()
 }
 
 // newCluster builds a MySQLCluster with test defaults; options adjust it.

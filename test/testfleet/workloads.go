@@ -106,6 +106,10 @@ func (c *Cluster) startControllers() error {
 	return c.run("kube-scheduler",
 		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
 		"--leader-elect=false", "--secure-port=0",
+		// A Pod found unschedulable (its claim not bound yet) waits for an event to be retried, or 5 minutes by
+		// default; an event lost while the API server restarts would outlast any test's wait. Deprecated, and
+		// still the only way short of a configuration file.
+		"--pod-max-in-unschedulable-pods-duration=15s",
 	)
 }
 
