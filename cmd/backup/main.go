@@ -82,6 +82,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/archive"
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
@@ -496,6 +497,19 @@ func prune(ctx context.Context, store backup.Store, o *options, log io.Writer) e
 	deleted, err := backup.Prune(ctx, store, backup.PruneOptions{Keep: o.retention, MaxRunDuration: o.maxRunDuration})
 	for _, m := range deleted {
 		_, _ = fmt.Fprintf(log, "Deleted backup %s\n", m.Name)
+	}
+	if err != nil {
+		return err
+	}
+	// The binary-log archive goes with the backups it rolls forward: a segment every retained backup holds is
+	// never replayed again (archive.Prune).
+	kept, err := backup.List(ctx, store)
+	if err != nil {
+		return err
+	}
+	segs, err := archive.Prune(ctx, store, archive.Positions(kept))
+	for _, s := range segs {
+		_, _ = fmt.Fprintf(log, "Deleted binary-log segment %s (%s to %s)\n", s.Name, s.Start, s.End)
 	}
 	return err
 }

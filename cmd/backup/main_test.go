@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/internal/archive"
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/test/mysqltest"
 )
@@ -254,7 +255,8 @@ func TestArchiveCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := dirRunner(ctx, t, filepath.Join(t.TempDir(), "backups"))
+	dir := t.TempDir()
+	cmd := dirRunner(ctx, t, filepath.Join(dir, "backups"))
 	if _, err := cmd("archive", "--host", src.Host); err == nil || !strings.Contains(err.Error(), "server-id") {
 		t.Errorf("archive without a server id: %v", err)
 	}
@@ -295,6 +297,41 @@ func TestArchiveCommands(t *testing.T) {
 	}
 	if got != "1,2" {
 		t.Errorf("replayed to the second write: %q, want 1,2", got)
+	}
+
+	// A backup with its retention prunes the segments every retained backup holds, and keeps the newest. The
+	// fourth write comes after the segment holding the second was closed, so the archive has two segments or
+	// more once it holds the fourth.
+	if _, err := db.Exec("INSERT INTO app.t VALUES (4)"); err != nil {
+		t.Fatal(err)
+	}
+	var pos4 string
+	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos4); err != nil {
+		t.Fatal(err)
+	}
+	store := backup.DirStore{Dir: filepath.Join(dir, "backups")}
+	var segs []archive.Segment
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if segs, err = archive.List(ctx, store); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(segs); n > 0 && segs[n-1].End == pos4 {
+			break
+		}
+	}
+	if n := len(segs); n < 2 || segs[n-1].End != pos4 {
+		t.Fatalf("the archive does not hold the fourth write at %s in two segments or more: %+v", pos4, segs)
+	}
+	if _, err := cmd("backup", "--socket", src.Socket, "--retention", "1"); err != nil {
+		t.Fatal(err)
+	}
+	left, err := archive.List(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name != segs[len(segs)-1].Name {
+		t.Errorf("after a backup at %s with --retention 1, the archive holds %+v, want only segment %s", pos4, left,
+			segs[len(segs)-1].Name)
 	}
 	cancel()
 	if err := <-done; err != nil {
