@@ -14,6 +14,8 @@
 //	mysqlfleet-backup archive [flags]   keep the binary log of --host in the target's binlog/, following the
 //	                                    primary through failovers (see archive.go)
 //	mysqlfleet-backup replay  [flags]   roll a server forward with that archive, to a GTID or a time
+//	mysqlfleet-backup restore-points [flags]  print, per backup, the times and the GTID position a restore from
+//	                                    it and the archive can reach, and where a gap cuts it (--output table|json)
 //	mysqlfleet-backup install PATH      copy this binary to PATH (a Job's init container, from the manager's
 //	                                    image, which has no shell, into a volume the database image mounts)
 //
@@ -58,7 +60,7 @@
 //	--wait        BACKUP_WAIT        wait this long for the server to answer before restoring (restore)
 //	--report-file BACKUP_REPORT_FILE write the outcome there as JSON (the backup's manifest, or the error): a
 //	                                 Job sets its container's terminationMessagePath, the member controller reads it
-//	--output      BACKUP_OUTPUT      table or json (list)
+//	--output      BACKUP_OUTPUT      table or json (list, restore-points)
 //
 // Store credentials are read by the clouds' SDKs from the environment or files; see internal/backup.
 //
@@ -97,7 +99,7 @@ func main() {
 	}
 }
 
-const usage = "usage: mysqlfleet-backup backup|restore|list|prune|seed|agent|archive|replay [flags] (-h for the flags)"
+const usage = "usage: mysqlfleet-backup backup|restore|list|prune|restore-points|seed|agent|archive|replay [flags] (-h for the flags)"
 
 type options struct {
 	engine, host, socket, user, passwordFile, tool string
@@ -302,7 +304,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %v; %s", fs.Args(), usage)
 	}
 	switch cmd {
-	case "backup", "restore", "list", "prune":
+	case "backup", "restore", "list", "prune", "restore-points":
 	default:
 		return fmt.Errorf("unknown command %q; %s", cmd, usage)
 	}
@@ -379,6 +381,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				m.GTIDPosition)
 		}
 		return w.Flush()
+	case "restore-points":
+		return restorePoints(ctx, store, o.output, stdout)
 	default: // prune
 		if o.retention < 1 {
 			return errors.New("prune needs --retention (BACKUP_RETENTION) of at least 1")
@@ -512,6 +516,49 @@ func prune(ctx context.Context, store backup.Store, o *options, log io.Writer) e
 		_, _ = fmt.Fprintf(log, "Deleted binary-log segment %s (%s to %s)\n", s.Name, s.Start, s.End)
 	}
 	return err
+}
+
+// restorePoints prints each backup's window (archive.Recoverable), newest backup first: a restore from it, rolled
+// forward with the archive, can stop at any time from FROM to TO or at any GTID position up to UNTIL.
+func restorePoints(ctx context.Context, store backup.Store, output string, stdout io.Writer) error {
+	backups, err := backup.List(ctx, store)
+	if err != nil {
+		return err
+	}
+	segs, err := archive.List(ctx, store)
+	if err != nil {
+		return err
+	}
+	windows := make([]archive.Window, 0, len(backups))
+	for _, b := range backups {
+		w, err := archive.Recoverable(b, segs)
+		if err != nil {
+			return err
+		}
+		windows = append(windows, w)
+	}
+	if output == "json" {
+		return printJSON(stdout, windows)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "BACKUP\tFROM\tTO\tUNTIL\tGAP")
+	for _, win := range windows {
+		gap := ""
+		if win.Gap != nil {
+			gap = win.Gap.String()
+		}
+		// RFC 3339 to the second: FROM rounded up, so that the time printed is inside the window.
+		from := win.From.Truncate(time.Second)
+		if from.Before(win.From) {
+			from = from.Add(time.Second)
+		}
+		to := win.To.UTC().Format(time.RFC3339)
+		if !win.To.After(win.From) {
+			to = "(the backup only)"
+		}
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", win.Backup, from.UTC().Format(time.RFC3339), to, win.Until, gap)
+	}
+	return w.Flush()
 }
 
 func printJSON(w io.Writer, v any) error {

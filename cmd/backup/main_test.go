@@ -299,9 +299,18 @@ func TestArchiveCommands(t *testing.T) {
 		t.Errorf("replayed to the second write: %q, want 1,2", got)
 	}
 
-	// A backup with its retention prunes the segments every retained backup holds, and keeps the newest. The
-	// fourth write comes after the segment holding the second was closed, so the archive has two segments or
-	// more once it holds the fourth.
+	// A backup at the third write, then a fourth write: restore-points says the backup and the archive reach it.
+	// With its retention, a second backup prunes the first and the segments every retained backup holds, and
+	// keeps the newest. The fourth write comes after the segment holding the second was closed, so the archive
+	// has two segments or more once it holds the fourth.
+	out, err := cmd("backup", "--socket", src.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first backup.Manifest
+	if err := json.Unmarshal([]byte(out), &first); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Exec("INSERT INTO app.t VALUES (4)"); err != nil {
 		t.Fatal(err)
 	}
@@ -322,8 +331,30 @@ func TestArchiveCommands(t *testing.T) {
 	if n := len(segs); n < 2 || segs[n-1].End != pos4 {
 		t.Fatalf("the archive does not hold the fourth write at %s in two segments or more: %+v", pos4, segs)
 	}
+	windows := func() []archive.Window {
+		t.Helper()
+		out, err := cmd("restore-points", "--output", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ws []archive.Window
+		if err := json.Unmarshal([]byte(out), &ws); err != nil {
+			t.Fatalf("restore-points printed %q: %v", out, err)
+		}
+		return ws
+	}
+	if ws := windows(); len(ws) != 1 || ws[0].Backup != first.Name || ws[0].Until != pos4 || ws[0].Gap != nil ||
+		!ws[0].From.Equal(first.EndTime) || ws[0].To.Before(segs[len(segs)-1].ClosedTime) {
+		t.Errorf("restore points %+v, want backup %s (at %s) reaching %s", ws, first.Name, first.GTIDPosition, pos4)
+	}
+	if out, err := cmd("restore-points"); err != nil || !strings.Contains(out, first.Name) || !strings.Contains(out, pos4) {
+		t.Errorf("restore-points printed %q, %v", out, err)
+	}
 	if _, err := cmd("backup", "--socket", src.Socket, "--retention", "1"); err != nil {
 		t.Fatal(err)
+	}
+	if ws := windows(); len(ws) != 1 || ws[0].Backup == first.Name || ws[0].Until != pos4 {
+		t.Errorf("after the second backup, restore points %+v, want only the second reaching %s", ws, pos4)
 	}
 	left, err := archive.List(ctx, store)
 	if err != nil {
