@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -54,7 +55,10 @@ func APIServer(tb testing.TB) *rest.Config {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	// envtest gives each process 20 s to start by default; with the race detector's test binaries and their
+	// servers all sharing two cores, a kube-apiserver once missed it five times in a row in CI. A fleet's
+	// clusters get 2 minutes (cluster.go); so does this one.
+	env := &envtest.Environment{BinaryAssetsDirectory: bin, ControlPlaneStartTimeout: 2 * time.Minute}
 	cfg, err := env.Start()
 	if err != nil {
 		tb.Fatalf("starting an API server: %v", err)
