@@ -245,13 +245,15 @@ func TestFailoverUnderWritesKeepsEveryAcknowledgedWrite(t *testing.T) {
 		Should(BeEmpty())
 
 	s.server(0).Restart()
+	var last string // the report's last word on the old primary, for a failure to show why it did not rejoin
 	g.Eventually(func() v1alpha1.ReplicationRole {
 		if rep := s.report(); rep != nil {
+			last = fmt.Sprintf("%+v (report: decision %q, last error %q)", rep.Instances[0], rep.Decision, rep.LastError)
 			return rep.Instances[0].Role
 		}
 		return ""
 	}, convergeWithin, 100*time.Millisecond).Should(BeElementOf(v1alpha1.ReplicationRoleReplica,
-		v1alpha1.ReplicationRoleErrant))
+		v1alpha1.ReplicationRoleErrant), func() string { return fmt.Sprintf("the old primary, last reported: %s", last) })
 	in := s.report().Instances[0]
 	t.Logf("the old primary came back as %s (errant %q)", in.Role, in.ErrantGTIDs)
 	if in.Role == v1alpha1.ReplicationRoleReplica {
