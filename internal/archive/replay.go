@@ -114,34 +114,19 @@ func choose(all []Segment, o ReplayOptions) ([]Segment, error) {
 			return nil, nil // the server is there already
 		}
 	}
-	var segs []Segment
-	for _, s := range all {
-		end, err := gomysql.ParseMariadbGTIDSet(s.End)
-		if err != nil {
-			return nil, fmt.Errorf("segment %s ends at %q: %w", s.Name, s.End, err)
-		}
-		if from.Contain(end) {
-			continue // wholly before the server's position
-		}
-		if len(segs) == 0 {
-			start, err := gomysql.ParseMariadbGTIDSet(s.Start)
-			if err != nil {
-				return nil, fmt.Errorf("segment %s starts at %q: %w", s.Name, s.Start, err)
-			}
-			if !from.Contain(start) {
-				return nil, fmt.Errorf("%w: the archive goes on from %s (segment %s), not from %s", ErrGap, s.Start,
-					s.Name, o.From)
-			}
-		} else if gaps := Chain([]Segment{segs[len(segs)-1], s}, ""); len(gaps) > 0 {
-			return nil, fmt.Errorf("%w: %s", ErrGap, gaps[0])
-		}
-		segs = append(segs, s)
-		switch {
-		case until != nil && end.Contain(until):
-			return segs, nil
-		case !o.UntilTime.IsZero() && !s.LastEventTime.Before(o.UntilTime):
-			return segs, nil
-		}
+	segs, reached, gap, err := follow(all, from, o.From, func(s Segment, end gomysql.GTIDSet) bool {
+		return until != nil && end.Contain(until) || !o.UntilTime.IsZero() && !s.LastEventTime.Before(o.UntilTime)
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case gap != nil && gap.After == "":
+		return nil, fmt.Errorf("%w: the archive goes on from %s (segment %s), not from %s", ErrGap, gap.To,
+			gap.Before, o.From)
+	case gap != nil:
+		return nil, fmt.Errorf("%w: %s", ErrGap, gap)
+	case reached:
+		return segs, nil
 	}
 	switch {
 	case until != nil:
@@ -155,6 +140,38 @@ func choose(all []Segment, o ReplayOptions) ([]Segment, error) {
 		}
 	}
 	return segs, nil
+}
+
+// follow is the segments that carry a server at position from (text: fromText) forward, in order: those after
+// it, each starting where the one before ended, up to the first for which reached is true (reached may be nil).
+// A gap stops it: before the first segment needed (After empty), or between two.
+func follow(all []Segment, from gomysql.GTIDSet, fromText string,
+	reached func(Segment, gomysql.GTIDSet) bool) (segs []Segment, done bool, gap *Gap, err error) {
+	for _, s := range all {
+		end, err := gomysql.ParseMariadbGTIDSet(s.End)
+		if err != nil {
+			return nil, false, nil, fmt.Errorf("segment %s ends at %q: %w", s.Name, s.End, err)
+		}
+		if from.Contain(end) {
+			continue // wholly before the server's position
+		}
+		if len(segs) == 0 {
+			start, err := gomysql.ParseMariadbGTIDSet(s.Start)
+			if err != nil {
+				return nil, false, nil, fmt.Errorf("segment %s starts at %q: %w", s.Name, s.Start, err)
+			}
+			if !from.Contain(start) {
+				return segs, false, &Gap{Before: s.Name, From: fromText, To: s.Start}, nil
+			}
+		} else if gaps := Chain([]Segment{segs[len(segs)-1], s}, ""); len(gaps) > 0 {
+			return segs, false, &gaps[0], nil
+		}
+		segs = append(segs, s)
+		if reached != nil && reached(s, end) {
+			return segs, true, nil, nil
+		}
+	}
+	return segs, false, nil, nil
 }
 
 func lastEnd(segs []Segment, def string) string {

@@ -36,30 +36,11 @@ func Recoverable(b backup.Manifest, segs []Segment) (Window, error) {
 	if err != nil {
 		return w, fmt.Errorf("backup %s at %q: %w", b.Name, b.GTIDPosition, err)
 	}
-	var chained []Segment
-	for _, s := range segs {
-		end, err := gomysql.ParseMariadbGTIDSet(s.End)
-		if err != nil {
-			return w, fmt.Errorf("segment %s ends at %q: %w", s.Name, s.End, err)
-		}
-		if from.Contain(end) {
-			continue // wholly in the backup
-		}
-		if len(chained) == 0 {
-			start, err := gomysql.ParseMariadbGTIDSet(s.Start)
-			if err != nil {
-				return w, fmt.Errorf("segment %s starts at %q: %w", s.Name, s.Start, err)
-			}
-			if !from.Contain(start) {
-				w.Gap = &Gap{Before: s.Name, From: b.GTIDPosition, To: s.Start}
-				break
-			}
-		} else if gaps := Chain([]Segment{chained[len(chained)-1], s}, ""); len(gaps) > 0 {
-			w.Gap = &gaps[0]
-			break
-		}
-		chained = append(chained, s)
+	chained, _, gap, err := follow(segs, from, b.GTIDPosition, nil)
+	if err != nil {
+		return w, err
 	}
+	w.Gap = gap
 	var to time.Time
 	switch n := len(chained); {
 	case n > 0 && w.Gap != nil:
