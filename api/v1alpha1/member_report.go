@@ -102,6 +102,13 @@ type ReplicationReport struct {
 	// is needed for 1: the primary then waits for no acknowledgement). The hub then writes the StatefulSet's replicas down to it. Nil otherwise.
 	// +optional
 	ScaleDownReady *int32 `json:"scaleDownReady,omitempty"`
+	// PrimaryEndpoints says that the member controller publishing this report writes the EndpointSlices of the
+	// primary's Services (<name> and <name>-primary) itself whenever those Services have no selector, so that a
+	// change of primary changes their endpoints once (see controllers/member/endpoints.go). The hub renders
+	// them without a selector only then; a controller of an earlier release, which does not say so, keeps
+	// Services that select the Pod labelled primary.
+	// +optional
+	PrimaryEndpoints bool `json:"primaryEndpoints,omitempty"`
 	// Backups are the outcomes of the MySQLCluster's backup Jobs in the member, from the runner's reports (the
 	// Pods' termination messages): they outlive the Jobs, which their CronJob's history limits remove.
 	Backups *MemberBackups `json:"backups,omitempty"`

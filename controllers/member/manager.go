@@ -172,6 +172,7 @@ func managerOptions(o Options) manager.Options {
 			&corev1.Pod{}:         {Label: ours},
 			&corev1.ConfigMap{}:   {Label: reports},
 			&batchv1.Job{}:        {Label: ours},
+			&corev1.Service{}:     {Label: ours},
 		}},
 		// Secrets are read live, never listed or watched: the controller may only get them.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
@@ -195,6 +196,8 @@ func (r *Reconciler) setupWithManager(mgr manager.Manager, o Options) error {
 		// Backup, restore and seed Jobs and their Pods: a Job that ends has an outcome to report.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobRequests)).
+		// A primary Service that lost or regained its selector changes who writes its endpoints.
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(serviceRequests)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
 			SkipNameValidation:      &o.SkipControllerNameValidation,

@@ -58,6 +58,10 @@ type Reconciler struct {
 	written map[types.NamespacedName]string
 	// passes counts the passes over each set that reached the servers, for tests.
 	passes map[types.NamespacedName]int
+	// slices is what each primary Service's EndpointSlice names, as this controller last wrote or read it (nil:
+	// there is none); selectorEraGone the Services (by UID) whose endpoint controllers' leftovers it removed.
+	slices          map[types.NamespacedName]*sliceEndpoint
+	selectorEraGone map[types.NamespacedName]types.UID
 }
 
 // Timing bounds and paces the passes.
@@ -116,6 +120,8 @@ type scope struct {
 	recErr error
 	// prev is the report published before this pass.
 	prev *v1alpha1.ReplicationReport
+	// obs is what the pass read of each server, by ordinal; nil when it read none.
+	obs []clustering.Observation
 }
 
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
@@ -123,6 +129,9 @@ type scope struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;delete
 
 // Reconcile is one pass over one StatefulSet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -165,11 +174,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		prevBackups = s.prev.Backups
 	}
 	rep.Backups, rep.Restore = backups(prevBackups, outcomes), restore
+	rep.PrimaryEndpoints = true
 
-	// Labels, then the report: the report is the last word of a pass, and a failure before it leaves the
-	// previous report in place to be rewritten by the next pass.
+	// Labels, the primary's endpoints, then the report: the report is the last word of a pass, and a failure
+	// before it leaves the previous report in place to be rewritten by the next pass.
 	var errs []error
 	if err := r.reconcileRoleLabels(ctx, s, rep, planFailed); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.reconcilePrimaryEndpoints(ctx, s); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.writeConfigMap(ctx, s, &rep); err != nil {
@@ -295,6 +308,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		}
 		obs[i].Unhealthy = targets[i].unhealthy
 	}
+	s.obs = obs
 	provisioned := r.provisionAccounts(ctx, flavor, targets, obs, creds)
 	seeding(obs, seeds)
 	plan = clustering.Decide(d, s.rec, obs)
@@ -577,8 +591,11 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 			return err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.sts.Namespace, Name: c.Pod}}
-		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body)); err != nil &&
-			!apierrors.IsNotFound(err) {
+		err = r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body))
+		switch {
+		case err == nil:
+			s.setRoleLabel(c.Pod, c.Value)
+		case !apierrors.IsNotFound(err):
 			errs = append(errs, fmt.Errorf("failed to label Pod %s/%s %s=%q: %w", s.sts.Namespace, c.Pod,
 				v1alpha1.RoleLabel, c.Value, err))
 			demoted = demoted && !c.Demotes
@@ -591,6 +608,9 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.pools.forget(key)
 	r.distrust(key)
+	for _, name := range primaryServiceNames(key.Name) {
+		r.forgetSlice(types.NamespacedName{Namespace: key.Namespace, Name: name})
+	}
 }
 
 func (r *Reconciler) countPass(key types.NamespacedName) {

@@ -63,7 +63,11 @@ func (p *memberPass) run(ctx context.Context) (v1alpha1.MemberStatus, error) {
 	if err != nil {
 		return p.failed(ctx, err), nil
 	}
-	objs, err := p.render(hold)
+	endpoints, err := primaryEndpoints(ctx, mc, c)
+	if err != nil {
+		return p.failed(ctx, err), nil
+	}
+	objs, err := p.render(hold, endpoints)
 	if err != nil {
 		return p.fail(degraded(specReason(err), err)), err
 	}
@@ -107,12 +111,15 @@ func (p *memberPass) connect(ctx context.Context) (cluster.Cluster, *passFacts) 
 }
 
 // render renders the member's objects with what this pass found: where spec.restore's backups are, a backup
-// asked for now, a scale-down held back. The error is a spec that cannot be honoured there.
-func (p *memberPass) render(hold *scaleDownHold) (*render.Objects, error) {
+// asked for now, a scale-down held back, whether the member controller writes the primary's endpoints. The error is a spec that cannot be honoured there.
+func (p *memberPass) render(hold *scaleDownHold, primaryEndpoints bool) (*render.Objects, error) {
 	c := p.s.cluster
 	opts := []render.Option{render.WithRunnerImage(p.r.runnerImage())}
 	if hold != nil {
 		opts = append(opts, render.WithHeldReplicas(hold.pods))
+	}
+	if primaryEndpoints {
+		opts = append(opts, render.WithPrimaryEndpoints())
 	}
 	if c.Spec.Restore != nil {
 		from, err := p.s.restoreFor(p.m.Name)

@@ -179,6 +179,23 @@ func TestReplicatedSetOnRealServers(t *testing.T) {
 		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.PrimaryServiceName()) },
 			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-0"}))
 		g.Expect(endpointPods(g, aws, "repl", c.ServiceName())).To(Equal([]string{"db-0"}))
+		// Once the member controller reported that it writes them, the hub renders the read-write Services
+		// without a selector, and their only EndpointSlice is the member controller's: the endpoint
+		// controllers' slices from the selector are gone.
+		for _, name := range []string{c.ServiceName(), c.PrimaryServiceName()} {
+			g.Eventually(func(g Gomega) {
+				var svc corev1.Service
+				g.Expect(members[aws].Get(context.Background(), client.ObjectKey{Namespace: "repl", Name: name},
+					&svc)).To(Succeed())
+				g.Expect(svc.Spec.Selector).To(BeEmpty())
+				var sl discoveryv1.EndpointSliceList
+				g.Expect(members[aws].List(context.Background(), &sl, client.InNamespace("repl"),
+					client.MatchingLabels{discoveryv1.LabelServiceName: name})).To(Succeed())
+				g.Expect(sl.Items).To(HaveLen(1))
+				g.Expect(sl.Items[0].Labels).To(HaveKeyWithValue(discoveryv1.LabelManagedBy, member.EndpointsManager))
+			}, time.Minute, 250*time.Millisecond).Should(Succeed(), name)
+		}
+		g.Expect(endpointPods(g, aws, "repl", c.PrimaryServiceName())).To(Equal([]string{"db-0"}))
 		g.Eventually(func() []string { return endpointPods(g, aws, "repl", c.ReplicasServiceName()) },
 			time.Minute, 250*time.Millisecond).Should(Equal([]string{"db-1", "db-2"}))
 

@@ -185,6 +185,13 @@ func MemberControllerClusterRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		// The primary's Services, whose EndpointSlices it writes, and what Kubernetes' endpoint controllers left
+		// of them from when they had a selector (controllers/member/endpoints.go). Cluster-wide like the Pods'
+		// labels, which steer the same traffic.
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
+			Verbs: []string{"get", "list", "create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"get", "delete"}},
 	}
 }
 

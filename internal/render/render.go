@@ -121,6 +121,8 @@ type inputs struct {
 	backupNow   *time.Time
 	// heldReplicas, when above spec.replicas, is the StatefulSet's replicas (WithHeldReplicas).
 	heldReplicas int32
+	// primaryEndpoints renders the primary's Services without a selector (WithPrimaryEndpoints).
+	primaryEndpoints bool
 }
 
 // WithBackupNow adds a Job that runs the backup CronJob's Job once, for a backup asked for at t.
@@ -134,6 +136,10 @@ func WithRunnerImage(image string) Option { return func(in *inputs) { in.runnerI
 // prepares the set to lose the Pods at and above spec.replicas; ReplicasAnnotation still says spec.replicas, the
 // number it prepares for. An n not above spec.replicas changes nothing: holding never removes Pods.
 func WithHeldReplicas(n int32) Option { return func(in *inputs) { in.heldReplicas = n } }
+
+// WithPrimaryEndpoints renders the primary's Services (<name>, <name>-primary) without a selector, for a
+// member controller that writes their EndpointSlices (v1alpha1.ReplicationReport.PrimaryEndpoints).
+func WithPrimaryEndpoints() Option { return func(in *inputs) { in.primaryEndpoints = true } }
 
 // WithRestore is where spec.restore's backup is for this member, as the hub resolved it; required when
 // spec.restore is set.
@@ -166,9 +172,9 @@ func Render(c *v1alpha1.MySQLCluster, m placement.Member, creds Credentials, opt
 		Secret:              sec,
 		ConfigMap:           configMap(c, m, cnf),
 		HeadlessService:     headlessService(c, m),
-		Service:             service(c, m, c.ServiceName(), v1alpha1.RolePrimary),
-		PrimaryService:      service(c, m, c.PrimaryServiceName(), v1alpha1.RolePrimary),
-		ReplicasService:     service(c, m, c.ReplicasServiceName(), v1alpha1.RoleReplica),
+		Service:             service(c, m, c.ServiceName(), v1alpha1.RolePrimary, in.primaryEndpoints),
+		PrimaryService:      service(c, m, c.PrimaryServiceName(), v1alpha1.RolePrimary, in.primaryEndpoints),
+		ReplicasService:     service(c, m, c.ReplicasServiceName(), v1alpha1.RoleReplica, false),
 		StatefulSet:         statefulSet(c, m, cnf, in.heldReplicas, in.runnerImage),
 		PodDisruptionBudget: podDisruptionBudget(c, m),
 	}

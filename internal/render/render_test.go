@@ -482,6 +482,18 @@ func TestServices(t *testing.T) {
 	g.Expect(*mustRender(t, c, awsMember).Service.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
 	c.Spec.ServiceType = ""
 	g.Expect(*mustRender(t, c, awsMember).Service.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
+
+	// For a member controller that writes the primary's endpoints, the two read-write names have no selector
+	// (the controller's EndpointSlice names the primary), with the same ports and type; the replicas' keeps its.
+	c.Spec.ServiceType = corev1.ServiceTypeLoadBalancer
+	sl, err := Render(c, awsMember, creds, WithPrimaryEndpoints())
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{sl.Service, sl.PrimaryService} {
+		g.Expect(svc.Spec.Selector).To(BeNil(), *svc.Name)
+		g.Expect(*svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+		g.Expect(svc.Spec.Ports).To(Equal(o.PrimaryService.Spec.Ports), *svc.Name)
+	}
+	g.Expect(sl.ReplicasService.Spec.Selector).To(Equal(withRole("replica")))
 }
 
 func TestPodDisruptionBudget(t *testing.T) {

@@ -362,15 +362,22 @@ func headlessService(c *v1alpha1.MySQLCluster, m placement.Member) *corev1ac.Ser
 // and <name>-primary (read-write), role replica for <name>-replicas (read-only). A Pod without the label (not
 // yet given a role, unreachable, errant, or a replica out of sync) is in no Service. Before replication, the
 // client Service selected the Pod of ordinal 0; it now follows the primary wherever it moves.
-func service(c *v1alpha1.MySQLCluster, m placement.Member, name, role string) *corev1ac.ServiceApplyConfiguration {
-	sel := Selector(c)
-	sel[v1alpha1.RoleLabel] = role
+//
+// With selectorless (WithPrimaryEndpoints, for the primary's two Services), the Service has no selector: the
+// member controller writes its EndpointSlice itself, naming the primary, so that a change of primary changes
+// the endpoints once instead of twice (controllers/member/endpoints.go says why that matters).
+func service(c *v1alpha1.MySQLCluster, m placement.Member, name, role string, selectorless bool) *corev1ac.ServiceApplyConfiguration {
+	spec := corev1ac.ServiceSpec().
+		WithType(orDefault(c.Spec.ServiceType, corev1.ServiceTypeClusterIP)).
+		WithPorts(servicePort())
+	if !selectorless {
+		sel := Selector(c)
+		sel[v1alpha1.RoleLabel] = role
+		spec.WithSelector(sel)
+	}
 	return corev1ac.Service(name, c.Namespace).
 		WithLabels(objectLabels(c, m.Name, ComponentDatabase)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(orDefault(c.Spec.ServiceType, corev1.ServiceTypeClusterIP)).
-			WithSelector(sel).
-			WithPorts(servicePort()))
+		WithSpec(spec)
 }
 
 func servicePort() *corev1ac.ServicePortApplyConfiguration {
