@@ -255,9 +255,9 @@ func ReadServers(file string) ([]ServerRecord, error) {
 }
 
 // ServiceServer is the server a client of the Service in namespace ns reaches, as kube-proxy routes it: the
-// first ready endpoint of the Service's EndpointSlices (those the member's kube-controller-manager keeps from
-// the Service's selector, so <name>-primary follows the role label the member controller sets), looked up in
-// the member's ServerFile. A name that is no Service is taken as a Pod's.
+// first ready endpoint of the Service's EndpointSlices (for <name> and <name>-primary the one the member
+// controller writes, naming the primary; for <name>-replicas those the member's kube-controller-manager keeps
+// from its selector), looked up in the member's ServerFile. A name that is no Service is taken as a Pod's.
 func ServiceServer(ctx context.Context, cs kubernetes.Interface, file, ns, name string) (ServerRecord, error) {
 	pod := name
 	eps, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
