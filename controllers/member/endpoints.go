@@ -32,7 +32,9 @@ import (
 // that matters to them (docs/benchmarks.md, failover on kind). So the hub renders these two Services without a
 // selector once this controller's report says PrimaryEndpoints, and this controller writes their EndpointSlice
 // itself: at most one endpoint, the Pod that carries role=primary, changed once when another Pod takes the role
-// or the primary's address changes.
+// or the primary's address changes. It is written before the pass changes the Pods' labels: kube-proxy syncs
+// every Service at once, so a change of <name>-replicas (a replica promoted leaves it) synced just before would
+// hold this one back by the same second.
 //
 // While no Pod carries the role (a failover under way, a primary that cannot be read), the slice keeps naming
 // the last primary when this pass proved that its server cannot take a write: it is read-only (fenced, as a
@@ -76,7 +78,7 @@ func primaryServiceNames(sts string) []string {
 
 // reconcilePrimaryEndpoints writes the primary Services' EndpointSlices where they differ from what they should
 // say, and removes what the endpoint controllers left behind; see above.
-func (r *Reconciler) reconcilePrimaryEndpoints(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcilePrimaryEndpoints(ctx context.Context, s *scope, primary string) error {
 	var errs []error
 	for _, name := range primaryServiceNames(s.sts.Name) {
 		svc := &corev1.Service{}
@@ -90,12 +92,12 @@ func (r *Reconciler) reconcilePrimaryEndpoints(ctx context.Context, s *scope) er
 		case svc.Labels[v1alpha1.ClusterUIDLabel] != s.sts.Labels[v1alpha1.ClusterUIDLabel]:
 			continue // not this set's
 		}
-		errs = append(errs, r.reconcileSlice(ctx, s, svc))
+		errs = append(errs, r.reconcileSlice(ctx, s, svc, primary))
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) reconcileSlice(ctx context.Context, s *scope, svc *corev1.Service) error {
+func (r *Reconciler) reconcileSlice(ctx context.Context, s *scope, svc *corev1.Service, primary string) error {
 	key := client.ObjectKeyFromObject(svc)
 	have, err := r.currentSlice(ctx, key)
 	if err != nil {
@@ -116,7 +118,7 @@ func (r *Reconciler) reconcileSlice(ctx context.Context, s *scope, svc *corev1.S
 		r.setSlice(key, nil)
 		return nil
 	}
-	want := desiredEndpoint(s, svc, have)
+	want := desiredEndpoint(s, svc, have, primary)
 	if have == nil || *have != want {
 		// The slice steers the application's writes: a controller that may have lost its Lease must not move it.
 		if err := r.lease.Check(); err != nil {
@@ -132,12 +134,31 @@ func (r *Reconciler) reconcileSlice(ctx context.Context, s *scope, svc *corev1.S
 	return r.removeSelectorEra(ctx, svc)
 }
 
-// desiredEndpoint is what svc's slice should name: the Pod labelled primary, else the slice's endpoint if this
-// pass proved its server unable to take a write, else none.
-func desiredEndpoint(s *scope, svc *corev1.Service, have *sliceEndpoint) sliceEndpoint {
+// labelledPrimary is the Pod that carries role=primary once this pass's label changes (roleLabelChanges) are
+// made, "" for none.
+func labelledPrimary(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFailed bool) string {
+	roles := map[string]string{}
+	for _, p := range pods {
+		if p != nil {
+			roles[p.Name] = p.Labels[v1alpha1.RoleLabel]
+		}
+	}
+	for _, c := range roleLabelChanges(pods, rep, planFailed) {
+		roles[c.Pod] = c.Value
+	}
+	for _, p := range pods {
+		if p != nil && roles[p.Name] == v1alpha1.RolePrimary {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// desiredEndpoint is what svc's slice should name: primary (the Pod labelled primary), else the slice's endpoint
+// if this pass proved its server unable to take a write, else none.
+func desiredEndpoint(s *scope, svc *corev1.Service, have *sliceEndpoint, primary string) sliceEndpoint {
 	for _, p := range s.pods {
-		if p != nil && p.Labels[v1alpha1.RoleLabel] == v1alpha1.RolePrimary && p.DeletionTimestamp == nil &&
-			p.Status.PodIP != "" {
+		if p != nil && p.Name == primary && p.DeletionTimestamp == nil && p.Status.PodIP != "" {
 			return sliceEndpoint{Pod: p.Name, UID: string(p.UID), IP: p.Status.PodIP, Node: p.Spec.NodeName,
 				Ports: slicePortsKey(svc, p)}
 		}
@@ -346,23 +367,6 @@ func (r *Reconciler) deleteExact(ctx context.Context, obj client.Object) error {
 		return nil
 	}
 	return err // a conflict: changed since it was read; the next pass reads it again
-}
-
-// setRoleLabel records in the pass's copy of the Pod a role label this pass wrote.
-func (s *scope) setRoleLabel(pod, value string) {
-	for _, p := range s.pods {
-		if p == nil || p.Name != pod {
-			continue
-		}
-		if value == "" {
-			delete(p.Labels, v1alpha1.RoleLabel)
-			continue
-		}
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[v1alpha1.RoleLabel] = value
-	}
 }
 
 // serviceRequests maps a Service to the set it belongs to (the StatefulSet named by its instance label).

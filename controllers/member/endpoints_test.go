@@ -295,7 +295,7 @@ func TestSliceKeepsTheLastPrimaryOnlyWhenItCannotWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scope{sts: sts, pods: tc.pods, obs: tc.obs}
-			got := desiredEndpoint(s, svc, last)
+			got := desiredEndpoint(s, svc, last, labelledPrimary(tc.pods, v1alpha1.ReplicationReport{}, true))
 			if got.Pod != tc.want {
 				t.Fatalf("the slice names %q, want %q (refused: %v; timed out: %v)", got.Pod, tc.want, refused, timedOut)
 			}

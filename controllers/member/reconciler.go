@@ -176,13 +176,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rep.Backups, rep.Restore = backups(prevBackups, outcomes), restore
 	rep.PrimaryEndpoints = true
 
-	// Labels, the primary's endpoints, then the report: the report is the last word of a pass, and a failure
-	// before it leaves the previous report in place to be rewritten by the next pass.
+	// The primary's endpoints, the labels, then the report: the report is the last word of a pass, and a
+	// failure before it leaves the previous report in place to be rewritten by the next pass. The endpoints
+	// come first because kube-proxy syncs every Service at once, at most once a second: a change of the
+	// replicas' Service (its label changes) synced first would hold back the one clients of the primary wait for.
 	var errs []error
-	if err := r.reconcileRoleLabels(ctx, s, rep, planFailed); err != nil {
+	if err := r.reconcilePrimaryEndpoints(ctx, s, labelledPrimary(s.pods, rep, planFailed)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.reconcilePrimaryEndpoints(ctx, s); err != nil {
+	if err := r.reconcileRoleLabels(ctx, s, rep, planFailed); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.writeConfigMap(ctx, s, &rep); err != nil {
@@ -591,11 +593,8 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 			return err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.sts.Namespace, Name: c.Pod}}
-		err = r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body))
-		switch {
-		case err == nil:
-			s.setRoleLabel(c.Pod, c.Value)
-		case !apierrors.IsNotFound(err):
+		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body)); err != nil &&
+			!apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("failed to label Pod %s/%s %s=%q: %w", s.sts.Namespace, c.Pod,
 				v1alpha1.RoleLabel, c.Value, err))
 			demoted = demoted && !c.Demotes
