@@ -276,6 +276,11 @@ func (r *Reconciler) currentSlice(ctx context.Context, key types.NamespacedName)
 	} else if err != nil {
 		return nil, fmt.Errorf("failed to get EndpointSlice %s: %w", key, err)
 	}
+	if m := slice.Labels[discoveryv1.LabelManagedBy]; m != EndpointsManager {
+		// Someone else's object of the name this controller would use: never written over or deleted by name.
+		return nil, fmt.Errorf("EndpointSlice %s is managed by %q, not %s: leaving it, and Service %s without "+
+			"the controller's endpoints", key, m, EndpointsManager, key)
+	}
 	e = &sliceEndpoint{}
 	if len(slice.Endpoints) == 1 && slice.Endpoints[0].TargetRef != nil && len(slice.Endpoints[0].Addresses) == 1 {
 		ep := slice.Endpoints[0]

@@ -245,6 +245,43 @@ func TestPrimaryEndpointsChangeOncePerPrimary(t *testing.T) {
 		&discoveryv1.EndpointSlice{})).To(Succeed())
 }
 
+// An EndpointSlice of another manager that has the name the controller would use is neither written over nor
+// deleted; the other Service of the set gets its slice.
+func TestSliceOfAnotherManagerIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	e := startEnv(t)
+	s := e.startSet("mine", 1)
+	pod := &corev1.Pod{}
+	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(0)}, pod)).To(Succeed())
+	pod.Status.PodIP = "10.20.1.10"
+	g.Expect(e.c.Status().Update(e.ctx, pod)).To(Succeed())
+	theirs := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "mine-primary", Namespace: testNS, Labels: map[string]string{
+			discoveryv1.LabelServiceName: "mine-primary", discoveryv1.LabelManagedBy: "someone-else"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
+	}
+	g.Expect(e.c.Create(e.ctx, theirs)).To(Succeed())
+	mc := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: testNS, UID: "uid-mine"},
+		Spec: v1alpha1.MySQLClusterSpec{Engine: v1alpha1.EngineMariaDB, Version: "10.11", Replicas: 1,
+			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}}}
+	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
+		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword},
+		render.WithPrimaryEndpoints())
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{objs.Service, objs.PrimaryService} {
+		g.Expect(e.c.Apply(e.ctx, svc, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		pod, _, _ := e.endpointsOf(g, "mine")
+		g.Expect(pod).To(Equal("mine-0"))
+	}, convergeWithin, 100*time.Millisecond).Should(Succeed())
+	waitPasses(t, e.r, client.ObjectKeyFromObject(s.sts), 3)
+	got := &discoveryv1.EndpointSlice{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
+	g.Expect(got.ResourceVersion).To(Equal(theirs.ResourceVersion), "the other manager's slice was written")
+}
+
 // While no Pod carries role=primary, the slice keeps naming the last primary only when the pass proved that
 // its server cannot take a write (read-only, nothing listening on its port, its Pod gone or replaced), and names
 // nobody otherwise: a server that does not answer in time, or answers writable without the role, may take writes.
