@@ -122,7 +122,9 @@ func expectAloneOnNode(ctx context.Context, member string, c *v1alpha1.MySQLClus
 	Expect(clients[member].List(ctx, &pods, client.InNamespace(c.Namespace))).To(Succeed())
 	where := map[string]string{}
 	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Name, c.Name+"-") && p.DeletionTimestamp == nil {
+		// The StatefulSet's Pods only (<name>-<ordinal>): a seed Job's Pod (<name>-seed-...) is no server.
+		ordinal, ok := strings.CutPrefix(p.Name, c.Name+"-")
+		if _, err := strconv.Atoi(ordinal); ok && err == nil && p.DeletionTimestamp == nil {
 			where[p.Name] = p.Spec.NodeName
 		}
 	}
