@@ -255,9 +255,14 @@ func targetPort(sp corev1.ServicePort, pod *corev1.Pod) int32 {
 func slicePortsKey(svc *corev1.Service, pod *corev1.Pod) string {
 	var parts []string
 	for _, sp := range svc.Spec.Ports {
-		parts = append(parts, fmt.Sprintf("%s/%s/%d", sp.Name, sp.Protocol, targetPort(sp, pod)))
+		parts = append(parts, portKey(sp.Name, sp.Protocol, targetPort(sp, pod)))
 	}
 	return strings.Join(parts, ",")
+}
+
+// portKey is one port of a slice in sliceEndpoint.Ports.
+func portKey(name string, protocol corev1.Protocol, port int32) string {
+	return fmt.Sprintf("%s/%s/%d", name, protocol, port)
 }
 
 // currentSlice is what svc's slice names as this controller last wrote or read it, nil when there is none; a
@@ -291,7 +296,7 @@ func (r *Reconciler) currentSlice(ctx context.Context, key types.NamespacedName)
 		var parts []string
 		for _, p := range slice.Ports {
 			if p.Name != nil && p.Protocol != nil && p.Port != nil {
-				parts = append(parts, fmt.Sprintf("%s/%s/%d", *p.Name, *p.Protocol, *p.Port))
+				parts = append(parts, portKey(*p.Name, *p.Protocol, *p.Port))
 			}
 		}
 		e.Ports = strings.Join(parts, ",")

@@ -1,7 +1,6 @@
 package member
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"net"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -27,7 +25,6 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/clustering"
 	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
-	"github.com/mysqlfleet/mysqlfleet/internal/placement"
 	"github.com/mysqlfleet/mysqlfleet/internal/render"
 )
 
@@ -41,17 +38,7 @@ type sliceWatch struct {
 
 func (e *env) watchSlice(name string) *sliceWatch {
 	e.t.Helper()
-	wc, err := client.NewWithWatch(e.cfg, client.Options{Scheme: Scheme()})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	e.t.Cleanup(cancel)
-	w, err := wc.Watch(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace(testNS),
-		client.MatchingFields{"metadata.name": name})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	w, ctx := e.watch(&discoveryv1.EndpointSliceList{}, client.MatchingFields{"metadata.name": name})
 	sw := &sliceWatch{}
 	go func() {
 		defer w.Stop()
@@ -90,6 +77,27 @@ func (sw *sliceWatch) state() ([]string, error) {
 	return slices.Clone(sw.named), sw.ended
 }
 
+// withPrimaryEndpoints gives the set's Pods addresses of their own, 10.20.<net>.10 and up (an EndpointSlice takes
+// no loopback address, where the test's servers listen; the controller reaches each server by its Pod's name,
+// through the env's resolver), and applies the set's Services as the hub renders them once the controller
+// reported PrimaryEndpoints: <name> and <name>-primary without a selector, <name>-replicas with one.
+func (s *set) withPrimaryEndpoints(g Gomega, net int) (podIP func(i int) string) {
+	e := s.e
+	podIP = func(i int) string { return fmt.Sprintf("10.20.%d.%d", net, 10+i) }
+	n := instances(s.sts)
+	for i := range n {
+		pod := &corev1.Pod{}
+		g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(i)}, pod)).To(Succeed())
+		pod.Status.PodIP = podIP(i)
+		g.Expect(e.c.Status().Update(e.ctx, pod)).To(Succeed())
+	}
+	objs := renderSet(e.t, s.sts.Name, "uid-"+s.sts.Name, n, render.WithPrimaryEndpoints())
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{objs.Service, objs.PrimaryService, objs.ReplicasService} {
+		g.Expect(e.c.Apply(e.ctx, svc, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)).To(Succeed())
+	}
+	return podIP
+}
+
 // endpointsOf is what the controller's slice for a Service says: Pod, address and ports.
 func (e *env) endpointsOf(g Gomega, name string) (pod, addr string, ports []string) {
 	sl := &discoveryv1.EndpointSlice{}
@@ -118,27 +126,8 @@ func TestPrimaryEndpointsChangeOncePerPrimary(t *testing.T) {
 	e := startEnv(t)
 	s := e.startSet("ep", 3)
 	sts := s.sts
-	// An EndpointSlice takes no loopback address, where the test's servers listen: the Pods get addresses of
-	// their own (the controller reaches each server by its Pod's name, through the env's resolver).
-	podIP := func(i int) string { return fmt.Sprintf("10.20.0.%d", 10+i) }
-	for i := range 3 {
-		pod := &corev1.Pod{}
-		g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(i)}, pod)).To(Succeed())
-		pod.Status.PodIP = podIP(i)
-		g.Expect(e.c.Status().Update(e.ctx, pod)).To(Succeed())
-	}
-	// What the hub renders once the controller reported PrimaryEndpoints, and what the endpoint controllers
-	// made while <name>-primary had a selector.
-	mc := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "ep", Namespace: testNS, UID: "uid-ep"},
-		Spec: v1alpha1.MySQLClusterSpec{Engine: v1alpha1.EngineMariaDB, Version: "10.11", Replicas: 3,
-			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}}}
-	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
-		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword},
-		render.WithPrimaryEndpoints())
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, svc := range []*corev1ac.ServiceApplyConfiguration{objs.Service, objs.PrimaryService, objs.ReplicasService} {
-		g.Expect(e.c.Apply(e.ctx, svc, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)).To(Succeed())
-	}
+	podIP := s.withPrimaryEndpoints(g, 0)
+	// What the endpoint controllers made while <name>-primary had a selector.
 	leftSlice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "ep-primary-x7k2p", Namespace: testNS, Labels: map[string]string{
 			discoveryv1.LabelServiceName: "ep-primary", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
@@ -251,10 +240,6 @@ func TestSliceOfAnotherManagerIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	e := startEnv(t)
 	s := e.startSet("mine", 1)
-	pod := &corev1.Pod{}
-	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(0)}, pod)).To(Succeed())
-	pod.Status.PodIP = "10.20.1.10"
-	g.Expect(e.c.Status().Update(e.ctx, pod)).To(Succeed())
 	theirs := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "mine-primary", Namespace: testNS, Labels: map[string]string{
 			discoveryv1.LabelServiceName: "mine-primary", discoveryv1.LabelManagedBy: "someone-else"}},
@@ -262,16 +247,7 @@ func TestSliceOfAnotherManagerIsLeftAlone(t *testing.T) {
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
 	}
 	g.Expect(e.c.Create(e.ctx, theirs)).To(Succeed())
-	mc := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: testNS, UID: "uid-mine"},
-		Spec: v1alpha1.MySQLClusterSpec{Engine: v1alpha1.EngineMariaDB, Version: "10.11", Replicas: 1,
-			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}}}
-	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
-		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword},
-		render.WithPrimaryEndpoints())
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, svc := range []*corev1ac.ServiceApplyConfiguration{objs.Service, objs.PrimaryService} {
-		g.Expect(e.c.Apply(e.ctx, svc, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)).To(Succeed())
-	}
+	s.withPrimaryEndpoints(g, 1)
 	g.Eventually(func(g Gomega) {
 		pod, _, _ := e.endpointsOf(g, "mine")
 		g.Expect(pod).To(Equal("mine-0"))

@@ -29,7 +29,8 @@ type primaryWatch struct {
 	ended   error
 }
 
-func (e *env) watchPrimaries(s *set) *primaryWatch {
+// watch starts a watch of list in the test namespace that ends with the test; ctx ends with it too.
+func (e *env) watch(list client.ObjectList, opts ...client.ListOption) (w watch.Interface, ctx context.Context) {
 	e.t.Helper()
 	wc, err := client.NewWithWatch(e.cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
@@ -37,11 +38,17 @@ func (e *env) watchPrimaries(s *set) *primaryWatch {
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	e.t.Cleanup(cancel)
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(testNS),
-		client.MatchingLabels{v1alpha1.InstanceLabel: s.sts.Labels[v1alpha1.InstanceLabel]})
+	w, err = wc.Watch(ctx, list, append([]client.ListOption{client.InNamespace(testNS)}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return w, ctx
+}
+
+func (e *env) watchPrimaries(s *set) *primaryWatch {
+	e.t.Helper()
+	w, ctx := e.watch(&corev1.PodList{},
+		client.MatchingLabels{v1alpha1.InstanceLabel: s.sts.Labels[v1alpha1.InstanceLabel]})
 	pw := &primaryWatch{roles: map[string]string{}}
 	go func() {
 		defer w.Stop()

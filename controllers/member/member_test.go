@@ -223,8 +223,8 @@ func initRoot(t *testing.T, s *mysqltest.Server) {
 	}
 }
 
-// renderSet is what the hub renders, for member eu1, for a MariaDB MySQLCluster of n replicas.
-func renderSet(t *testing.T, name, uid string, n int) *render.Objects {
+// renderSet is what the hub renders, for member eu1, for a MariaDB MySQLCluster of n replicas, with opts.
+func renderSet(t *testing.T, name, uid string, n int, opts ...render.Option) *render.Objects {
 	t.Helper()
 	mc := &v1alpha1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID(uid)},
@@ -232,7 +232,8 @@ func renderSet(t *testing.T, name, uid string, n int) *render.Objects {
 			Storage: v1alpha1.Storage{Size: resource.MustParse("1Gi")}},
 	}
 	objs, err := render.Render(mc, placement.Member{Name: "eu1", Cloud: v1alpha1.CloudAWS},
-		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword})
+		render.Credentials{RootPassword: rootPassword, AdminPassword: adminPassword, ReplicationPassword: replPassword},
+		opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +17,7 @@ import (
 // this MySQLCluster's <name>-primary has no selector. The second rule keeps a report that is briefly missing
 // (a new StatefulSet has none yet) from bringing a selector back; a controller of an earlier release, which never
 // reports it, keeps Services that select the Pod labelled primary.
-func primaryEndpoints(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (bool, error) {
+func primaryEndpoints(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster, set memberSet) (bool, error) {
 	var svc corev1.Service
 	err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.PrimaryServiceName()}, &svc)
 	switch {
@@ -27,15 +26,6 @@ func primaryEndpoints(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCl
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("failed to read Service %s/%s: %w", c.Namespace, c.PrimaryServiceName(), err)
 	}
-	var sts appsv1.StatefulSet
-	if err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts); apierrors.IsNotFound(err) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("failed to read StatefulSet %s/%s: %w", c.Namespace, c.StatefulSetName(), err)
-	}
-	if sts.Labels[v1alpha1.ClusterUIDLabel] != string(c.UID) {
-		return false, nil
-	}
-	rep, err := readReport(ctx, mc, &sts)
-	return err == nil && rep != nil && rep.PrimaryEndpoints, nil
+	return set.sts != nil && set.sts.Labels[v1alpha1.ClusterUIDLabel] == string(c.UID) && set.rep != nil &&
+		set.rep.PrimaryEndpoints, nil
 }

@@ -59,11 +59,12 @@ func (p *memberPass) run(ctx context.Context) (v1alpha1.MemberStatus, error) {
 	if sched, err := render.BackupSchedule(c, p.m.Name); err == nil {
 		p.row.BackupSchedule = sched
 	}
-	hold, err := readScaleDown(ctx, mc, c)
+	set, err := readMemberSet(ctx, mc, c)
 	if err != nil {
 		return p.failed(ctx, err), nil
 	}
-	endpoints, err := primaryEndpoints(ctx, mc, c)
+	hold := scaleDown(c, set)
+	endpoints, err := primaryEndpoints(ctx, mc, c, set)
 	if err != nil {
 		return p.failed(ctx, err), nil
 	}

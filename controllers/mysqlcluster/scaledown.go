@@ -61,23 +61,40 @@ func scaleDownMessage(pods, desired int32, rep *v1alpha1.ReplicationReport) stri
 	return msg
 }
 
-// readScaleDown reads, from the member's cache, what heldReplicas decides on, and returns the hold, nil when
-// the StatefulSet is rendered with spec.replicas. A report that cannot be read holds the Pods as one that is not
-// ready does, its error in the message: a member controller does report on the set.
-func readScaleDown(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (*scaleDownHold, error) {
+// memberSet is what the hub reads, from the member's cache, of a MySQLCluster's set there before rendering it:
+// the StatefulSet (nil when there is none) and the member controller's report on it (nil when there is none, or
+// when it cannot be read: reportErr says why).
+type memberSet struct {
+	sts       *appsv1.StatefulSet
+	rep       *v1alpha1.ReplicationReport
+	reportErr error
+}
+
+func readMemberSet(ctx context.Context, mc client.Client, c *v1alpha1.MySQLCluster) (memberSet, error) {
 	var sts appsv1.StatefulSet
 	if err := mc.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, &sts); apierrors.IsNotFound(err) {
-		return nil, nil
+		return memberSet{}, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("failed to read StatefulSet %s/%s: %w", c.Namespace, c.StatefulSetName(), err)
+		return memberSet{}, fmt.Errorf("failed to read StatefulSet %s/%s: %w", c.Namespace, c.StatefulSetName(), err)
 	}
 	rep, err := readReport(ctx, mc, &sts)
-	if err != nil {
-		rep = &v1alpha1.ReplicationReport{LastError: err.Error()}
+	return memberSet{sts: &sts, rep: rep, reportErr: err}, nil
+}
+
+// scaleDown is the hold heldReplicas decides on, nil when the StatefulSet is rendered with spec.replicas. A report
+// that cannot be read holds the Pods as one that is not ready does, its error in the message: a member controller
+// does report on the set.
+func scaleDown(c *v1alpha1.MySQLCluster, set memberSet) *scaleDownHold {
+	if set.sts == nil {
+		return nil
 	}
-	n, held := heldReplicas(c, &sts, rep)
+	rep := set.rep
+	if set.reportErr != nil {
+		rep = &v1alpha1.ReplicationReport{LastError: set.reportErr.Error()}
+	}
+	n, held := heldReplicas(c, set.sts, rep)
 	if !held {
-		return nil, nil
+		return nil
 	}
-	return &scaleDownHold{pods: n, message: scaleDownMessage(n, max(c.Spec.Replicas, 1), rep)}, nil
+	return &scaleDownHold{pods: n, message: scaleDownMessage(n, max(c.Spec.Replicas, 1), rep)}
 }
