@@ -208,13 +208,17 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 	watching, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	tl := &failover.Timeline{}
-	tl.WatchMember(watching, wc, b.key.Namespace, b.c)
+	tl.WatchMember(watching, wc, b.key.Namespace, b.c, true)
 	// The writer stands where the application would: on another node than the primary, which a node fault takes.
 	writer := startClient(ctx, b.member, b.key, "bench-writer", b.c.PrimaryServiceName(), b.c.Spec.User, v1alpha1.PasswordKey,
 		b.table, failover.WriterScript(benchConnections), offNode(oldPod.Spec.NodeName))
 	defer deleteClient(ctx, b.member, b.key.Namespace, writer)
 	if err := pollUntil(ctx, 3*time.Minute, func() bool { return len(failover.Acknowledged(b.writes(ctx, writer))) >= 20 }); err != nil {
 		return fmt.Errorf("the writer got no 20 acknowledged writes before the fault")
+	}
+	var writerPod corev1.Pod
+	if err := clients[b.member].Get(ctx, client.ObjectKey{Namespace: b.key.Namespace, Name: writer}, &writerPod); err != nil {
+		return err
 	}
 	// Faults land anywhere in the member controller's poll cycle, as real ones do.
 	spread := time.Duration(rand.Int64N(int64(5 * time.Second)))
@@ -316,6 +320,12 @@ func (b *benchRun) run(ctx context.Context, fault string, r *failover.Run, table
 	deleteClient(ctx, b.member, b.key.Namespace, writer)
 	acked := r.Tally(writes, t0, old, target)
 	at := func(unix float64) time.Time { return time.Unix(0, int64(unix*1e9)) }
+	// The syncs of the kube-proxy that sends the writer's connections: the one on the writer's node.
+	if logs, err := kubeProxyLogs(ctx, b.member, writerPod.Spec.NodeName, at(t0).Add(-10*time.Second)); err == nil {
+		tl.AddKubeProxySyncs(logs, at(t0))
+	} else {
+		GinkgoWriter.Printf("kube-proxy's log on %s: %v\n", writerPod.Spec.NodeName, err)
+	}
 	r.Timeline = tl.Relative(at(t0))
 	if r.Error != "" {
 		return errors.New(r.Error)
@@ -406,6 +416,22 @@ func (b *benchRun) missingOn(ctx context.Context, pod string, acked []int64) ([]
 func (b *benchRun) writes(ctx context.Context, writer string) []failover.Write {
 	logs, _ := clientLogs(ctx, b.member, b.key.Namespace, writer)
 	return failover.ParseWrites(logs)
+}
+
+// kubeProxyLogs is the log since since of the kube-proxy Pod on node.
+func kubeProxyLogs(ctx context.Context, member, node string, since time.Time) (string, error) {
+	cs := memberClientset(member)
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{
+		LabelSelector: "k8s-app=kube-proxy", FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return "", err
+	}
+	if len(pods.Items) != 1 {
+		return "", fmt.Errorf("%d kube-proxy Pods on the node", len(pods.Items))
+	}
+	b, err := cs.CoreV1().Pods(metav1.NamespaceSystem).GetLogs(pods.Items[0].Name,
+		&corev1.PodLogOptions{SinceTime: &metav1.Time{Time: since}}).DoRaw(ctx)
+	return string(b), err
 }
 
 // serverPID is the kind node that runs the Pod and the node's PID of the Pod's server: mariadbd is its

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,16 +35,22 @@ type Timeline struct {
 	events []event
 }
 
-func (tl *Timeline) add(what string) {
+func (tl *Timeline) add(what string) { tl.addAt(time.Now(), what) }
+
+// addAt records an event at a time read elsewhere (a log line's) rather than at its arrival.
+func (tl *Timeline) addAt(at time.Time, what string) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	tl.events = append(tl.events, event{at: time.Now(), what: what})
+	tl.events = append(tl.events, event{at: at, what: what})
 }
 
+// snapshot is the events so far, by time.
 func (tl *Timeline) snapshot() []event {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	return slices.Clone(tl.events)
+	out := slices.Clone(tl.events)
+	slices.SortStableFunc(out, func(a, b event) int { return a.at.Compare(b.at) })
+	return out
 }
 
 // first is the first event at or after t whose description is what.
@@ -57,8 +64,12 @@ func (tl *Timeline) first(t time.Time, what string) (time.Time, bool) {
 }
 
 // WatchMember follows, until ctx ends, the report ConfigMap of the set cluster in namespace ns, the namespace's
-// Pods and the EndpointSlices of the set's primary Service, on tl.
-func (tl *Timeline) WatchMember(ctx context.Context, c client.WithWatch, ns string, cluster *v1alpha1.MySQLCluster) {
+// Pods and the EndpointSlices of the set's primary Service, on tl. With everySlice, it also records each
+// change of any other EndpointSlice in the member that kube-proxy programs (every Service's but a headless
+// one's): kube-proxy syncs all Services at once, at most once per minSyncPeriod, so a change to any of them
+// just before the primary's can hold the primary's back.
+func (tl *Timeline) WatchMember(ctx context.Context, c client.WithWatch, ns string, cluster *v1alpha1.MySQLCluster,
+	everySlice bool) {
 	report := v1alpha1.ReplicationReportName(cluster.Name)
 	go follow(ctx, c, &corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(ns),
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", report)}},
@@ -66,6 +77,15 @@ func (tl *Timeline) WatchMember(ctx context.Context, c client.WithWatch, ns stri
 	go follow(ctx, c, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns)}, roleChanges(tl))
 	go follow(ctx, c, &discoveryv1.EndpointSliceList{}, []client.ListOption{client.InNamespace(ns),
 		client.MatchingLabels{discoveryv1.LabelServiceName: cluster.PrimaryServiceName()}}, endpointChanges(tl))
+	if everySlice {
+		proxied, err := labels.Parse("!" + corev1.IsHeadlessService)
+		if err != nil {
+			panic(err) // a constant selector
+		}
+		primary := ns + "/" + cluster.PrimaryServiceName()
+		go follow(ctx, c, &discoveryv1.EndpointSliceList{},
+			[]client.ListOption{client.MatchingLabelsSelector{Selector: proxied}}, sliceChanges(tl, primary))
+	}
 }
 
 // Phases are the moments of a change of primary to the Pod to, after t0 (the fault or the request): the failover
@@ -183,6 +203,31 @@ func endpointChanges(tl *Timeline) func(watch.Event) {
 			last = now
 			tl.add(now)
 		}
+	}
+}
+
+// sliceChanges records each change of an EndpointSlice other than those of the Service skip (namespace/name),
+// with the ready Pods it then names ("slice shop/db-replicas db-1,db-2"); the watch's first listing records
+// each slice once, before the fault.
+func sliceChanges(tl *Timeline, skip string) func(watch.Event) {
+	seen := map[string]string{}
+	return func(ev watch.Event) {
+		sl, ok := ev.Object.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		svc := sl.Namespace + "/" + sl.Labels[discoveryv1.LabelServiceName]
+		key := sl.Namespace + "/" + sl.Name
+		last := seen[key]
+		seen[key] = sl.ResourceVersion
+		if svc == skip || last == sl.ResourceVersion {
+			return
+		}
+		pods := strings.Join(readyPods([]discoveryv1.EndpointSlice{*sl}), ",")
+		if ev.Type == watch.Deleted {
+			pods = "deleted"
+		}
+		tl.add(fmt.Sprintf("slice %s %s", svc, pods))
 	}
 }
 

@@ -15,6 +15,6 @@ func watchSet(ctx context.Context, c client.WithWatch, s *set) *Timeline {
 		<-ctx.Done()
 		recordPasses(s.ns, nil)
 	}()
-	tl.WatchMember(ctx, c, s.ns, s.cluster)
+	tl.WatchMember(ctx, c, s.ns, s.cluster, false)
 	return tl
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,22 +80,32 @@ func primaryServiceNames(sts string) []string {
 // reconcilePrimaryEndpoints writes the primary Services' EndpointSlices where they differ from what they should
 // say, and removes what the endpoint controllers left behind; see above.
 func (r *Reconciler) reconcilePrimaryEndpoints(ctx context.Context, s *scope, primary string) error {
-	var errs []error
-	for _, name := range primaryServiceNames(s.sts.Name) {
-		svc := &corev1.Service{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.sts.Namespace, Name: name}, svc)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			errs = append(errs, fmt.Errorf("failed to get Service %s/%s: %w", s.sts.Namespace, name, err))
-			continue
-		case svc.Labels[v1alpha1.ClusterUIDLabel] != s.sts.Labels[v1alpha1.ClusterUIDLabel]:
-			continue // not this set's
-		}
-		errs = append(errs, r.reconcileSlice(ctx, s, svc, primary))
+	// Both Services at once: kube-proxy syncs at most once per minSyncPeriod (1 s), so the second of two slices
+	// written one after the other (a few API round trips apart) usually missed the sync that the first started
+	// and waited a second for the next. Written together, both are usually in the same sync.
+	names := primaryServiceNames(s.sts.Name)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { errs[i] = r.reconcileService(ctx, s, name, primary) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// reconcileService writes the EndpointSlice of the set's Service name, if it is this set's.
+func (r *Reconciler) reconcileService(ctx context.Context, s *scope, name, primary string) error {
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.sts.Namespace, Name: name}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get Service %s/%s: %w", s.sts.Namespace, name, err)
+	case svc.Labels[v1alpha1.ClusterUIDLabel] != s.sts.Labels[v1alpha1.ClusterUIDLabel]:
+		return nil // not this set's
+	}
+	return r.reconcileSlice(ctx, s, svc, primary)
 }
 
 func (r *Reconciler) reconcileSlice(ctx context.Context, s *scope, svc *corev1.Service, primary string) error {

@@ -138,10 +138,19 @@ type labelChange struct {
 // The changes that take role=primary away come first, whatever the ordinals: applied in that order (see
 // reconcileRoleLabels), no moment has two Pods labelled primary, which the <name>-primary Service would send
 // writes to both of (the old one fenced, so those writes fail, or not yet fenced in a partition).
+//
+// A pass that starts a failover keeps the replica labels of the replicas it reached: it stopped their receivers
+// itself, so they report no role, but they hold everything the lost primary sent them and the next pass, at
+// once, promotes one of them. Taking the labels away would empty <name>-replicas for the length of a failover
+// and change a Service just before the primary's endpoints change; kube-proxy syncs every Service at once, at
+// most once a second, and would hold the primary's endpoints back by up to that second (measured on kind:
+// the first write after a kill -9 came about 1.2 s after the replicas' labels went, whenever they went first).
 func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFailed bool) []labelChange {
-	want := map[string]string{}
+	want, keep := map[string]string{}, map[string]bool{}
+	failingOver := rep.Decision.Kind == string(clustering.FailoverStarted)
 	for _, in := range rep.Instances {
 		want[in.Pod] = roleLabel(in)
+		keep[in.Pod] = failingOver && in.Role == v1alpha1.ReplicationRoleNone
 	}
 	var demote, out []labelChange
 	for _, p := range pods {
@@ -154,6 +163,9 @@ func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFa
 			continue
 		}
 		have := p.Labels[v1alpha1.RoleLabel]
+		if keep[p.Name] && have == v1alpha1.RoleReplica {
+			continue
+		}
 		switch {
 		case have == w:
 		case have == v1alpha1.RolePrimary && (w == "" || !planFailed):

@@ -284,6 +284,27 @@ func TestRoleLabelChanges(t *testing.T) {
 		{Pod: "s-1", Value: "replica", Demotes: true}, {Pod: "s-0", Value: "primary"},
 	}))
 	g.Expect(roleLabelChanges(pods, rep, true)).To(BeEmpty())
+	// The pass that starts a failover stopped the replicas' receivers: the replicas it reached keep their label
+	// (and none gains one), the lost primary and an unreachable or errant replica lose theirs.
+	pods = []*corev1.Pod{pod("s-0", "primary"), pod("s-1", "replica"), pod("s-2", ""), pod("s-3", "replica"),
+		pod("s-4", "replica")}
+	starting := v1alpha1.ReplicationReport{
+		Decision: v1alpha1.ReplicationDecision{Kind: string(clustering.FailoverStarted)},
+		Instances: []v1alpha1.ReplicationInstance{
+			{Pod: "s-0", Role: v1alpha1.ReplicationRoleUnreachable},
+			{Pod: "s-1", Role: v1alpha1.ReplicationRoleNone},
+			{Pod: "s-2", Role: v1alpha1.ReplicationRoleNone},
+			{Pod: "s-3", Role: v1alpha1.ReplicationRoleUnreachable},
+			{Pod: "s-4", Role: v1alpha1.ReplicationRoleErrant},
+		}}
+	g.Expect(roleLabelChanges(pods, starting, false)).To(Equal([]labelChange{
+		{Pod: "s-0", Demotes: true}, {Pod: "s-3"}, {Pod: "s-4"},
+	}))
+	// Any other pass without a primary takes them away.
+	starting.Decision.Kind = string(clustering.Refused)
+	g.Expect(roleLabelChanges(pods, starting, false)).To(Equal([]labelChange{
+		{Pod: "s-0", Demotes: true}, {Pod: "s-1"}, {Pod: "s-3"}, {Pod: "s-4"},
+	}))
 	// A report that saw nothing changes nothing.
 	g.Expect(roleLabelChanges(pods, v1alpha1.ReplicationReport{}, false)).To(BeEmpty())
 }
