@@ -40,7 +40,10 @@ import (
 // While no Pod carries the role (a failover under way, a primary that cannot be read), the slice keeps naming
 // the last primary when this pass proved that its server cannot take a write: it is read-only (fenced, as a
 // switchover leaves it), nothing listens on its port (a killed server, a restarting container) or its Pod is
-// gone. A client then fails at once, as with no endpoint, and the next primary is one change away. Otherwise
+// gone, replaced or being deleted (the kubelet is shutting its server down; until then it takes writes as the
+// primary it still is, and none returns without a replica's acknowledgement). A client then fails at once, as
+// with no endpoint, and the next primary is one change away: emptied first, the slice would change twice, and
+// kube-proxy would hold the second change back by its minSyncPeriod. Otherwise
 // (a server that does not answer in time may be frozen or cut off, yet take writes from clients that reach it)
 // the slice is emptied at once, as the role label is taken away. The endpoint is ready whatever the Pod's
 // readiness says: which server takes writes is this controller's decision, not the probe's.
@@ -165,8 +168,9 @@ func labelledPrimary(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFai
 	return ""
 }
 
-// desiredEndpoint is what svc's slice should name: primary (the Pod labelled primary), else the slice's endpoint
-// if this pass proved its server unable to take a write, else none.
+// desiredEndpoint is what svc's slice should name: primary (the Pod labelled primary, unless it is being
+// deleted), else the slice's endpoint if this pass proved its server unable to take a write or its Pod is going
+// away, else none.
 func desiredEndpoint(s *scope, svc *corev1.Service, have *sliceEndpoint, primary string) sliceEndpoint {
 	for _, p := range s.pods {
 		if p != nil && p.Name == primary && p.DeletionTimestamp == nil && p.Status.PodIP != "" {
@@ -181,7 +185,7 @@ func desiredEndpoint(s *scope, svc *corev1.Service, have *sliceEndpoint, primary
 		if podName(s.sts, i) != have.Pod {
 			continue
 		}
-		if p == nil || string(p.UID) != have.UID || i >= len(s.obs) || cannotWrite(s.obs[i].Status != nil &&
+		if p == nil || p.DeletionTimestamp != nil || string(p.UID) != have.UID || i >= len(s.obs) || cannotWrite(s.obs[i].Status != nil &&
 			s.obs[i].Status.ReadOnly, s.obs[i].Err) {
 			return *have
 		}

@@ -281,6 +281,10 @@ func TestSliceKeepsTheLastPrimaryOnlyWhenItCannotWrite(t *testing.T) {
 		}
 		return p
 	}
+	deleting := func(p *corev1.Pod) *corev1.Pod {
+		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		return p
+	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db-primary"}}
 	last := &sliceEndpoint{Pod: "db-0", UID: "u0", IP: "10.0.0.1"}
 	readOnly := clustering.Observation{Status: &mysql.Status{ServerInfo: mysql.ServerInfo{ReadOnly: true}}}
@@ -301,6 +305,10 @@ func TestSliceKeepsTheLastPrimaryOnlyWhenItCannotWrite(t *testing.T) {
 			[]clustering.Observation{{Err: timedOut}, writable}, "db-0"},
 		{"the last primary's Pod replaced", []*corev1.Pod{pod(0, "u0-new", ""), pod(1, "u1", "")},
 			[]clustering.Observation{{Err: timedOut}, writable}, "db-0"},
+		{"the last primary's Pod being deleted", []*corev1.Pod{deleting(pod(0, "u0", "primary")), pod(1, "u1", "")},
+			[]clustering.Observation{writable, readOnly}, "db-0"},
+		{"the last primary's Pod being deleted, not answering", []*corev1.Pod{deleting(pod(0, "u0", "")),
+			pod(1, "u1", "")}, []clustering.Observation{{Err: timedOut}, readOnly}, "db-0"},
 		{"the last primary, not answering in time", []*corev1.Pod{pod(0, "u0", ""), pod(1, "u1", "")},
 			[]clustering.Observation{{Err: timedOut}, writable}, ""},
 		{"the last primary, writable without the role", []*corev1.Pod{pod(0, "u0", ""), pod(1, "u1", "")},
