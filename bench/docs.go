@@ -740,7 +740,7 @@ func (recs *records) kindSection(b *strings.Builder) {
 				fmt.Sprintf("%d of %s", f.LostWrites, thousands(int64(acked))), fmt.Sprint(oldAcks)})
 			if len(f.PhaseMedians) > 0 {
 				var ps []string
-				for _, p := range f.PhaseMedians {
+				for _, p := range kindPhases(f) {
 					ps = append(ps, fmt.Sprintf("%s %s", p.Name, sec(p.Seconds)))
 				}
 				phases = append(phases, []string{runLink(rec.name, rec.latest), kind, strings.Join(ps, "; ")})
@@ -758,6 +758,18 @@ func (recs *records) kindSection(b *strings.Builder) {
 	if rec, ok := latestOf(recs.kind); ok {
 		fmt.Fprintf(b, "The member controller's arguments in the latest run: `%s`.\n", strings.Join(rec.r.ControllerArgs, " "))
 	}
+}
+
+// kindPhases are a kind figure's phase medians with, before the first write, those of the writer node's
+// kube-proxy sync that carried the new primary's endpoints, read from the runs' timelines where they hold it.
+func kindPhases(f *failover.Figure) []failover.Phase {
+	ps := slices.Clone(f.PhaseMedians)
+	proxy := f.ProxyPhaseMedians()
+	if len(proxy) == 0 || len(ps) == 0 {
+		return ps
+	}
+	last := len(ps) - 1
+	return append(append(ps[:last:last], proxy...), ps[last])
 }
 
 // timingFlags are the member controller's arguments beyond those `mysqlfleet join` gives it (its command, leader

@@ -2,7 +2,11 @@ package failover
 
 import (
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mysqlfleet/mysqlfleet/bench/stats"
 )
 
 // kubeProxyLine is a sync's start or end in the log of kube-proxy's nftables proxier at verbosity 2:
@@ -37,4 +41,71 @@ func (tl *Timeline) AddKubeProxySyncs(logs string, ref time.Time) int {
 		n++
 	}
 	return n
+}
+
+// ProxyPhases are, from a kind run's timeline, the start and the end of the first sync of the writer node's
+// kube-proxy that began once the bench saw <name>-primary's EndpointSlice name the new primary (r.To): from its
+// end, new connections through the Service reach the new primary. The sync that starts within a few
+// milliseconds of the bench's sight of the slice may have started just before kube-proxy's own, so this is the
+// earliest sync that certainly holds the change. Nil for a run whose timeline holds no kube-proxy sync (runs
+// before they were recorded) or none after the slice.
+func ProxyPhases(r Run) []Phase {
+	type ev struct {
+		at   float64
+		what string
+	}
+	var evs []ev
+	for _, line := range r.Timeline {
+		at, what, ok := strings.Cut(line, "s ")
+		if !ok {
+			continue
+		}
+		t, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			continue
+		}
+		evs = append(evs, ev{t, what})
+	}
+	next := func(from float64, match func(string) bool) (float64, bool) {
+		for _, e := range evs {
+			if e.at >= from && match(e.what) {
+				return e.at, true
+			}
+		}
+		return 0, false
+	}
+	named, ok := next(0, func(w string) bool { return w == "endpoints "+r.To })
+	if !ok {
+		return nil
+	}
+	start, ok := next(named, func(w string) bool { return w == "kube-proxy sync" })
+	if !ok {
+		return nil
+	}
+	end, ok := next(start, func(w string) bool { return strings.HasPrefix(w, "kube-proxy synced") })
+	if !ok {
+		return nil
+	}
+	return []Phase{{Name: "kube-proxy sync after it", Seconds: start}, {Name: "kube-proxy synced it", Seconds: end}}
+}
+
+// ProxyPhaseMedians are the medians of ProxyPhases over the figure's completed runs that have them.
+func (f *Figure) ProxyPhaseMedians() []Phase {
+	var out []Phase
+	by := map[string][]float64{}
+	for _, r := range f.Runs {
+		if r.Error != "" {
+			continue
+		}
+		for _, p := range ProxyPhases(r) {
+			if _, seen := by[p.Name]; !seen {
+				out = append(out, Phase{Name: p.Name})
+			}
+			by[p.Name] = append(by[p.Name], p.Seconds)
+		}
+	}
+	for i := range out {
+		out[i].Seconds = stats.Median(by[out[i].Name])
+	}
+	return out
 }

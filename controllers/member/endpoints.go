@@ -84,8 +84,10 @@ func primaryServiceNames(sts string) []string {
 // say, and removes what the endpoint controllers left behind; see above.
 func (r *Reconciler) reconcilePrimaryEndpoints(ctx context.Context, s *scope, primary string) error {
 	// Both Services at once: kube-proxy syncs at most once per minSyncPeriod (1 s), so the second of two slices
-	// written one after the other (a few API round trips apart) usually missed the sync that the first started
-	// and waited a second for the next. Written together, both are usually in the same sync.
+	// written one after the other (a few API round trips apart) missed the sync that the first started and
+	// waited a second for the next. Written together, they reach kube-proxy milliseconds apart; it may still
+	// begin a sync between them (it begins within milliseconds of a change), and the clients of the second then
+	// wait for the next sync (docs/benchmarks.md, failover on kind).
 	names := primaryServiceNames(s.sts.Name)
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
