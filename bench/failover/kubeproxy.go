@@ -2,11 +2,8 @@ package failover
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mysqlfleet/mysqlfleet/bench/stats"
 )
 
 // kubeProxyLine is a sync's start or end in the log of kube-proxy's nftables proxier at verbosity 2:
@@ -50,22 +47,7 @@ func (tl *Timeline) AddKubeProxySyncs(logs string, ref time.Time) int {
 // earliest sync that certainly holds the change. Nil for a run whose timeline holds no kube-proxy sync (runs
 // before they were recorded) or none after the slice.
 func ProxyPhases(r Run) []Phase {
-	type ev struct {
-		at   float64
-		what string
-	}
-	var evs []ev
-	for _, line := range r.Timeline {
-		at, what, ok := strings.Cut(line, "s ")
-		if !ok {
-			continue
-		}
-		t, err := strconv.ParseFloat(at, 64)
-		if err != nil {
-			continue
-		}
-		evs = append(evs, ev{t, what})
-	}
+	evs := parseRelative(r.Timeline)
 	next := func(from float64, match func(string) bool) (float64, bool) {
 		for _, e := range evs {
 			if e.at >= from && match(e.what) {
@@ -90,22 +72,4 @@ func ProxyPhases(r Run) []Phase {
 }
 
 // ProxyPhaseMedians are the medians of ProxyPhases over the figure's completed runs that have them.
-func (f *Figure) ProxyPhaseMedians() []Phase {
-	var out []Phase
-	by := map[string][]float64{}
-	for _, r := range f.Runs {
-		if r.Error != "" {
-			continue
-		}
-		for _, p := range ProxyPhases(r) {
-			if _, seen := by[p.Name]; !seen {
-				out = append(out, Phase{Name: p.Name})
-			}
-			by[p.Name] = append(by[p.Name], p.Seconds)
-		}
-	}
-	for i := range out {
-		out[i].Seconds = stats.Median(by[out[i].Name])
-	}
-	return out
-}
+func (f *Figure) ProxyPhaseMedians() []Phase { return f.phaseMedians(ProxyPhases) }

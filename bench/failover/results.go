@@ -150,17 +150,34 @@ type SemiSync struct {
 // Summarize computes the figure from the runs that completed; a failed run counts in none of the times. It may
 // be called again as runs are added.
 func (f *Figure) Summarize() {
-	f.LostWrites, f.PhaseMedians = 0, nil
+	f.LostWrites = 0
 	var secs []float64
+	for _, r := range f.Runs {
+		f.LostWrites += r.Lost
+		if r.Error == "" {
+			secs = append(secs, r.Seconds)
+		}
+	}
+	f.Completed = len(secs)
+	f.PhaseMedians = nil
+	if len(secs) == 0 {
+		return
+	}
+	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), stats.Median(secs), slices.Max(secs)
+	f.Met = f.MedianSeconds <= f.TargetSeconds
+	f.PhaseMedians = f.phaseMedians(func(r Run) []Phase { return r.Phases })
+}
+
+// phaseMedians are the medians over the completed runs of each phase that phases gives a run, in the order the
+// phases first appear; -1 for a phase no run saw (a negative time).
+func (f *Figure) phaseMedians(phases func(Run) []Phase) []Phase {
 	byPhase := map[string][]float64{}
 	var order []string
 	for _, r := range f.Runs {
-		f.LostWrites += r.Lost
 		if r.Error != "" {
 			continue
 		}
-		secs = append(secs, r.Seconds)
-		for _, p := range r.Phases {
+		for _, p := range phases(r) {
 			if !slices.Contains(order, p.Name) {
 				order = append(order, p.Name)
 			}
@@ -169,17 +186,13 @@ func (f *Figure) Summarize() {
 			}
 		}
 	}
-	f.Completed = len(secs)
-	if len(secs) == 0 {
-		return
-	}
-	f.MinSeconds, f.MedianSeconds, f.MaxSeconds = slices.Min(secs), stats.Median(secs), slices.Max(secs)
-	f.Met = f.MedianSeconds <= f.TargetSeconds
+	var out []Phase
 	for _, name := range order {
 		p := Phase{Name: name, Seconds: -1}
 		if v := byPhase[name]; len(v) > 0 {
 			p.Seconds = stats.Median(v)
 		}
-		f.PhaseMedians = append(f.PhaseMedians, p)
+		out = append(out, p)
 	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -269,6 +270,29 @@ func (tl *Timeline) Relative(t0 time.Time) []string {
 	out := make([]string, 0, len(events))
 	for _, e := range events {
 		out = append(out, fmt.Sprintf("%+.3fs %s", e.at.Sub(t0).Seconds(), e.what))
+	}
+	return out
+}
+
+// relativeEvent is one line of Relative read back: seconds after t0, and what happened.
+type relativeEvent struct {
+	at   float64
+	what string
+}
+
+// parseRelative reads back the lines Relative rendered (a run's JSON timeline), skipping any it cannot read.
+func parseRelative(lines []string) []relativeEvent {
+	var out []relativeEvent
+	for _, line := range lines {
+		at, what, ok := strings.Cut(line, "s ")
+		if !ok {
+			continue
+		}
+		t, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, relativeEvent{t, what})
 	}
 	return out
 }
