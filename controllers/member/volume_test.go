@@ -222,9 +222,12 @@ func TestScaleDownKeepsEveryAcknowledgedWrite(t *testing.T) {
 	g.Expect(e.c.Get(e.ctx, types.NamespacedName{Namespace: testNS, Name: s.pod(2)}, pod)).To(Succeed())
 	g.Expect(e.c.Delete(e.ctx, pod)).To(Succeed())
 	s.server(2).Kill()
-	s.waitFormed(g, p, 1-p)
+	// Writes go on with one replica left. Whether it is in sync is read after the writers stop: four writers
+	// flat out against a single-threaded applier on a loaded machine can keep it more than MaxLag behind (in CI
+	// it was, for 90 s), and that is a true report, not the scale-down's fault.
 	waitEachAcks(g, ws, 20)
 	acked := stopWriters(t, ws)
+	s.waitFormed(g, p, 1-p)
 	g.Expect(s.missing(g, p, acked)).To(BeEmpty(), "acknowledged writes missing on the primary")
 	g.Eventually(func() []int { return s.missing(g, 1-p, acked) }, convergeWithin, 100*time.Millisecond).
 		Should(BeEmpty())

@@ -439,14 +439,23 @@ func (e *engine) switchoverRefusal(r int) string {
 }
 
 // switchover moves the primary from p to r: let r catch up with p while p still takes writes, fence p (end
-// its clients, make it read-only), wait until r has applied everything p executed, record r, promote it, and
-// point every other instance at it, p included.
+// its clients, make it read-only), wait until r has applied everything p executed, record r, point the other
+// replicas at r, promote it, and point p at it.
 //
 // The first wait, bounded by MaxLag, comes before the fence because the observed lag can hide a backlog
 // (Seconds_Behind_Master reads 0 for a replica delayed on purpose or just handed a burst): a target that
 // cannot catch up within the bound fails the plan while the primary is still writable, and the next pass
 // decides again, usually refusing on the lag it then shows. Only the writes made during that first wait are
 // left for the second, which the primary's clients wait out.
+//
+// The replicas follow r before it is promoted, not after: then the first commits on r find their semi-sync
+// acknowledgers connected instead of waiting for them to reconnect (on kind that wait was most of the
+// switchover's second after the fence). It is safe because r has applied everything p executed, so every
+// replica's position is in r's binary log; a replica attached while r's source side of semi-sync is off counts
+// as a semi-sync replica once the promotion turns it on (MariaDB 10.11, TestSwitchoverReplicasAcknowledgeAtOnce;
+// not tried on a MySQL server). Each of those steps is bounded by attachTimeout, so a replica that hangs delays
+// the promotion by that much at most, and the next pass repoints it. p follows only after the promotion: pointed
+// at r while r still replicates from p, the two would be each other's source.
 func (e *engine) switchover(r int) {
 	e.stopErrantReceivers()
 	e.add(Step{Action: ActionWaitForExecuted, Instance: r, Source: e.p, Timeout: max(e.d.MaxLag, time.Second),
@@ -456,16 +465,23 @@ func (e *engine) switchover(r int) {
 		Why: "switchover: the target must hold every transaction of the fenced primary"})
 	e.next = withPrimary(e.next, r, e.status(r).ServerID, e.w, Decision{Kind: Switchover, From: e.p})
 	e.add(Step{Action: ActionSaveRecord, Record: e.next, Why: fmt.Sprintf("switchover to instance %d", r)})
-	e.add(Step{Action: ActionPromote, Instance: r, SemiSync: e.semiSync(), Why: "switchover"})
 	for i, o := range e.obs {
-		if i == r || !o.Reachable() || e.errant(i) || e.fenced[i] || e.leaving(i) {
+		if i == r || i == e.p || !o.Reachable() || e.errant(i) || e.fenced[i] || e.leaving(i) {
 			continue
 		}
-		e.add(Step{Action: ActionReplicate, Instance: i, Source: r, Address: e.d.Addresses[r],
-			Why: "switchover: follow the new primary"})
+		e.add(Step{Action: ActionReplicate, Instance: i, Source: r, Address: e.d.Addresses[r], Timeout: attachTimeout,
+			Why: "switchover: follow the new primary, connected before it takes writes"})
+	}
+	e.add(Step{Action: ActionPromote, Instance: r, SemiSync: e.semiSync(), Why: "switchover"})
+	if !e.leaving(e.p) {
+		e.add(Step{Action: ActionReplicate, Instance: e.p, Source: r, Address: e.d.Addresses[r],
+			Why: "switchover: the former primary follows the new one"})
 	}
 	e.decision = Decision{Kind: Switchover, From: e.p, To: r}
 }
+
+// attachTimeout bounds the repointing of a replica before a switchover's promotion (see switchover).
+const attachTimeout = 5 * time.Second
 
 // stopErrantReceivers stops errant instances from receiving: they must not acknowledge commits (an
 // acknowledgement only they hold could not be carried over by a failover) nor break on the primary's next

@@ -791,12 +791,12 @@ func TestDecideSwitchover(t *testing.T) {
 	}
 	runDecideCases(t, []decideCase{
 		{
-			name: "to a healthy replica: catch up, fence, catch up, record, promote, everyone follows",
+			name: "to a healthy replica: catch up, fence, catch up, record, the other replica follows, promote, the old primary follows",
 			d:    desired(3, requestPrimary(1)), rec: record(0), obs: healthy(),
 			want: expect{kind: clustering.Switchover, from: 0, to: 1, record: "primary=1 errant=[]", steps: []string{
 				"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
-				"save-record primary=1 errant=[]", "promote 1 (semi-sync wait 1)",
-				"replicate 0 from 1", "replicate 2 from 1",
+				"save-record primary=1 errant=[]", "replicate 2 from 1 within 5s", "promote 1 (semi-sync wait 1)",
+				"replicate 0 from 1",
 			}, roles: []clustering.Role{No, P, No}},
 		},
 		{
@@ -1056,7 +1056,7 @@ func TestDecideShrink(t *testing.T) {
 			obs: observe(md.replica(0, 2, "0-3-10"), md.replica(1, 2, "0-3-10"), md.primary(2, "0-3-10")),
 			want: expect{kind: clustering.Switchover, from: 2, to: 0, steps: []string{
 				"wait 0 for 2 within 10s", "fence 2", "wait 0 for 2 within 1m0s", "save-record primary=0 errant=[]",
-				"promote 0 (semi-sync wait 1)", "replicate 1 from 0",
+				"replicate 1 from 0 within 5s", "promote 0 (semi-sync wait 1)",
 			}},
 		},
 		{

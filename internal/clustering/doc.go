@@ -54,8 +54,9 @@
 //     running, and lags no more than MaxLag. Then: wait (at most MaxLag, the primary still writable) until the
 //     target has applied what the primary has executed, because the reported lag can hide a backlog; fence the
 //     old primary; wait until the target has applied every transaction the fenced primary executed; record the
-//     target, promote it, point every other instance at it, the old primary included. A refused switchover
-//     still lets the repairs below run.
+//     target; point the other replicas at it (each within 5 s), so that its first commits find their
+//     acknowledgers connected; promote it; point the old primary at it. A refused switchover still lets the
+//     repairs below run.
 //   - An instance that does not replicate and has executed nothing, whose lack the primary's binary logs can no
 //     longer fill (Observation.Purged), is seeded from the lowest replica in sync or the primary; one that holds
 //     transactions is reported and never seeded over (see fromBinlogs).

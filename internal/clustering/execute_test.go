@@ -71,12 +71,42 @@ func TestExecuteRunsTheSwitchoverInOrder(t *testing.T) {
 		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")))
 	ops := &recorder{}
 	g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(Succeed())
-	g.Expect(ops.calls[:5]).To(Equal([]string{
+	g.Expect(ops.calls).To(Equal([]string{
 		"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s", "save-record primary=1 errant=[]",
-		"promote 1 wait 1",
+		// The other replica follows the target before it takes writes, the old primary after.
+		"replicate 2 from db-1:3306", "promote 1 wait 1", "replicate 0 from db-1:3306",
 	}))
-	// Then every other instance follows the new primary, at once.
-	g.Expect(ops.calls[5:]).To(ConsistOf("replicate 0 from db-1:3306", "replicate 2 from db-1:3306"))
+}
+
+// A replica repointed before a switchover's promotion is given attachTimeout (5 s): one that hangs delays the
+// promotion by that much at most.
+func TestExecuteBoundsTheRepointingBeforeAPromotion(t *testing.T) {
+	g := NewWithT(t)
+	plan := clustering.Decide(desired(3, requestPrimary(1)), record(0),
+		observe(md.primary(0, "0-1-10"), md.replica(1, 0, "0-1-10"), md.replica(2, 0, "0-1-10")))
+	ops := &deadlines{recorder: &recorder{}, left: map[int]time.Duration{}}
+	g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(Succeed())
+	g.Expect(ops.left).To(HaveKey(2))
+	g.Expect(ops.left[2]).To(BeNumerically("~", 5*time.Second, time.Second))
+	g.Expect(ops.left).To(HaveKeyWithValue(0, time.Duration(0)), "the old primary's repointing has no bound of its own")
+}
+
+// deadlines is Ops that records, for each Replicate, the time left before its context's deadline (0: none).
+type deadlines struct {
+	*recorder
+	mu   sync.Mutex
+	left map[int]time.Duration
+}
+
+func (d *deadlines) Replicate(ctx context.Context, i int, a clustering.Address) error {
+	var left time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	d.mu.Lock()
+	d.left[i] = left
+	d.mu.Unlock()
+	return d.recorder.Replicate(ctx, i, a)
 }
 
 // barrier is Ops whose StopReplicaIO returns only once n calls have begun, or fails after a while: steps that
@@ -130,8 +160,8 @@ func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
 		{"save-record primary=1 errant=[]", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
 			"save-record primary=1 errant=[]"}},
 		{"promote 1 wait 1", []string{"wait 1 for 0 within 10s", "fence 0", "wait 1 for 0 within 1m0s",
-			"save-record primary=1 errant=[]", "promote 1 wait 1"}},
-		// Repointing one replica does not depend on another.
+			"save-record primary=1 errant=[]", "replicate 2 from db-1:3306", "promote 1 wait 1"}},
+		// Repointing one replica does not depend on another, nor does the promotion on a replica's repointing.
 	} {
 		t.Run(tt.failing, func(t *testing.T) {
 			g := NewWithT(t)
@@ -158,6 +188,18 @@ func TestExecuteStopsAtAFailedCriticalStep(t *testing.T) {
 		}}
 		g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(MatchError(boom))
 		g.Expect(ops.calls).To(ContainElement("replicate 2 from db-1:3306"))
+	})
+	t.Run("replicate 2 from db-1:3306", func(t *testing.T) {
+		g := NewWithT(t)
+		boom := errors.New("boom")
+		ops := &recorder{fail: func(call string) error {
+			if call == "replicate 2 from db-1:3306" {
+				return boom
+			}
+			return nil
+		}}
+		g.Expect(clustering.Execute(context.Background(), ops, plan.Steps)).To(MatchError(boom))
+		g.Expect(ops.calls).To(ContainElements("promote 1 wait 1", "replicate 0 from db-1:3306"))
 	})
 }
 

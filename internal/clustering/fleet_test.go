@@ -568,7 +568,16 @@ func ints(from, n int) []int {
 // hooked is Ops that runs beforeFence before each fence: a test's way to make something happen at that moment.
 type hooked struct {
 	clustering.Ops
-	beforeFence func(i int)
+	beforeFence  func(i int)
+	afterPromote func(i int)
+}
+
+func (h hooked) Promote(ctx context.Context, i int, semi mysql.SemiSync) error {
+	err := h.Ops.Promote(ctx, i, semi)
+	if err == nil && h.afterPromote != nil {
+		h.afterPromote(i)
+	}
+	return err
 }
 
 func (h hooked) Fence(ctx context.Context, i int) error {

@@ -73,7 +73,7 @@ type Step struct {
 	Address Address
 	// SemiSync is for ActionPromote and ActionConfigureSemiSync.
 	SemiSync mysql.SemiSync
-	// Timeout bounds ActionWaitForExecuted.
+	// Timeout bounds ActionWaitForExecuted, and ActionReplicate when it is not zero.
 	Timeout time.Duration
 	// Record is for ActionSaveRecord.
 	Record Record
@@ -91,6 +91,9 @@ type Step struct {
 func (s Step) String() string {
 	switch s.Action {
 	case ActionReplicate:
+		if s.Timeout > 0 {
+			return fmt.Sprintf("replicate %d from %d within %s", s.Instance, s.Source, s.Timeout)
+		}
 		return fmt.Sprintf("replicate %d from %d", s.Instance, s.Source)
 	case ActionPromote:
 		return fmt.Sprintf("promote %d (semi-sync wait %d)", s.Instance, s.SemiSync.WaitForReplicas)
@@ -127,6 +130,11 @@ func (s Step) run(ctx context.Context, ops Ops) error {
 	case ActionStopReplicaIO:
 		return ops.StopReplicaIO(ctx, s.Instance)
 	case ActionReplicate:
+		if s.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+			defer cancel()
+		}
 		return ops.Replicate(ctx, s.Instance, s.Address)
 	case ActionPromote:
 		return ops.Promote(ctx, s.Instance, s.SemiSync)

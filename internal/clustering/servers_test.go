@@ -390,6 +390,42 @@ func TestSwitchoverWaitsForATargetBehindInReceiving(t *testing.T) {
 	g.Expect(f.missing(1, w.Acked())).To(BeEmpty(), "acknowledged writes lost after the switchover")
 }
 
+// TestSwitchoverReplicasAcknowledgeAtOnce: the replica that stays a replica follows the target before the
+// target is promoted, so the new primary's first commit finds its acknowledger connected. Checked the moment
+// the promotion returns, before the plan repoints anything more: the new primary counts replica 2 as a
+// semi-sync replica (it attached while the target's source side was off), and a commit on it returns
+// acknowledged, not by the fallback to asynchronous.
+func TestSwitchoverReplicasAcknowledgeAtOnce(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newBootstrappedFleet(t, 3)
+	f.insert(0, ints(1, 10)...)
+	checked := false
+	f.ops = hooked{Ops: f.server, afterPromote: func(i int) {
+		if i != 1 || checked {
+			return
+		}
+		checked = true
+		// Bounded, not timed: START SLAVE returns before the receiver has connected.
+		g.Eventually(func() int { return f.status(1).SemiSync.Replicas }, 10*time.Second, 20*time.Millisecond).
+			Should(Equal(1), func() string {
+				return "semi-sync replicas of the new primary when its promotion returned\n" + f.describe()
+			})
+		f.insert(1, 11)
+		semi := f.status(1).SemiSync
+		g.Expect(semi.SourceActive).To(BeTrue(), "semi-sync on the new primary after its first commit: %+v", semi)
+		g.Expect(semi.AsyncCommits).To(BeZero(), "commits that returned unacknowledged")
+	}}
+	to := 1
+	f.desired.Primary = &to
+	f.converge()
+	g.Expect(checked).To(BeTrue(), "instance 1 was never promoted; decisions %v", f.decisions)
+	g.Expect(f.decided(clustering.Switchover, 0, 1)).To(BeTrue(), "decisions %v", f.decisions)
+	g.Expect(f.replicated(2, ints(1, 11))).To(BeEmpty())
+	f.untilInSync("both replicas in sync, the old primary among them", 0)
+	g.Expect(f.replicated(0, ints(1, 11))).To(BeEmpty())
+}
+
 // TestFailoverWaitsForTheNewPrimaryToApplyWhatItReceived makes replica 1 apply 3 s late (MASTER_DELAY) and
 // stops replica 2, so that replica 1 alone acknowledges the last writes and holds them unapplied in its relay
 // log when the primary is killed: an acknowledgement means received, not applied. Promoting it at once would

@@ -591,6 +591,21 @@ func templateDataDir(in *installation) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
 	}
+	// One build at a time on the machine: on a fresh machine every parallel test of every test binary gets
+	// here at once, and a dozen mariadb-install-db runs on two loaded cores once made one of them fail (CI, with
+	// its output cut). The others wait for the lock and find the template made. Each call opens the lock file
+	// itself, so goroutines of one process exclude each other too (flock belongs to the open file description).
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = lock.Close() }() // closing releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
+		return filepath.Join(dir, "data"), nil
+	}
 	// Build beside it and rename into place, so that concurrent test binaries never see half a template.
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
 	if err != nil {

@@ -203,13 +203,26 @@ func TestAPIServerRestartKeepsAddressAndData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 }
 
-// fleetProcesses lists the processes whose command line names the fleet's directory.
+// fleetProcesses lists the processes whose command line names the fleet's directory, as "<pid> <command line>".
+// It reads /proc itself rather than run pgrep: a pgrep that could not start (a fork refused on a loaded CI
+// machine) would read as "no processes", and a test of teardown would pass or fail on it.
 func fleetProcesses(dir string) []string {
-	out, _ := exec.Command("pgrep", "-a", "-f", dir+"/").Output()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		panic(err)
+	}
 	var procs []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l != "" {
-			procs = append(procs, l)
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue // gone, or a zombie: nothing of it runs
+		}
+		cmdline := strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
+		if strings.Contains(cmdline, dir+"/") {
+			procs = append(procs, e.Name()+" "+cmdline)
 		}
 	}
 	return procs
@@ -275,7 +288,7 @@ func TestFleetIsRemovedWhenOwnerIsKilled(t *testing.T) {
 	}
 	g.Expect(dir).NotTo(BeEmpty(), "child output: %s", seen.String())
 	// The hub: etcd and kube-apiserver; the member: those plus kube-controller-manager, kube-scheduler and kwok.
-	g.Expect(fleetProcesses(dir)).To(HaveLen(7))
+	g.Expect(fleetProcesses(dir)).To(HaveLen(7), "child output: %s", seen.String())
 
 	g.Expect(cmd.Process.Kill()).To(Succeed())
 	g.Eventually(func() []string { return fleetProcesses(dir) }, 30*time.Second, 200*time.Millisecond).Should(BeEmpty())
