@@ -126,8 +126,8 @@ func TestPrimaryEndpointsChangeOncePerPrimary(t *testing.T) {
 	e := startEnv(t)
 	s := e.startSet("ep", 3)
 	sts := s.sts
-	podIP := s.withPrimaryEndpoints(g, 0)
-	// What the endpoint controllers made while <name>-primary had a selector.
+	// What the endpoint controllers made while <name>-primary had a selector: there before the Service loses
+	// it, as in a cluster upgraded to these Services (made after, they could miss the controller's one look).
 	leftSlice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "ep-primary-x7k2p", Namespace: testNS, Labels: map[string]string{
 			discoveryv1.LabelServiceName: "ep-primary", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
@@ -146,6 +146,7 @@ func TestPrimaryEndpointsChangeOncePerPrimary(t *testing.T) {
 	for _, o := range []client.Object{leftSlice, leftEndpoints, otherSlice} {
 		g.Expect(e.c.Create(e.ctx, o)).To(Succeed())
 	}
+	podIP := s.withPrimaryEndpoints(g, 0)
 
 	// Formed: both Services name ep-0, by its Pod IP, on the Service's port.
 	s.waitFormed(g, 0, 1, 2)
