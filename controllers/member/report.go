@@ -145,12 +145,16 @@ type labelChange struct {
 // and change a Service just before the primary's endpoints change; kube-proxy syncs every Service at once, at
 // most once a second, and would hold the primary's endpoints back by up to that second (measured on kind:
 // the first write after a kill -9 came about 1.2 s after the replicas' labels went, whenever they went first).
+// A switchover whose plan succeeded keeps them too: its report was read before the plan pointed them at the
+// new primary, which holds everything they held, so they are still replicas in sync (on kind, taking the
+// labels away emptied <name>-replicas for a tenth of a second in every switchover).
 func roleLabelChanges(pods []*corev1.Pod, rep v1alpha1.ReplicationReport, planFailed bool) []labelChange {
 	want, keep := map[string]string{}, map[string]bool{}
-	failingOver := rep.Decision.Kind == string(clustering.FailoverStarted)
+	keeping := rep.Decision.Kind == string(clustering.FailoverStarted) ||
+		(rep.Decision.Kind == string(clustering.Switchover) && !planFailed)
 	for _, in := range rep.Instances {
 		want[in.Pod] = roleLabel(in)
-		keep[in.Pod] = failingOver && in.Role == v1alpha1.ReplicationRoleNone
+		keep[in.Pod] = keeping && in.Role == v1alpha1.ReplicationRoleNone
 	}
 	var demote, out []labelChange
 	for _, p := range pods {
