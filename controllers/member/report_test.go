@@ -301,7 +301,7 @@ func TestRoleLabelChanges(t *testing.T) {
 		{Pod: "s-0", Demotes: true}, {Pod: "s-3"}, {Pod: "s-4"},
 	}))
 	// A switchover's pass keeps the labels of the replicas it pointed at the new primary, unless its plan failed.
-	pods = []*corev1.Pod{pod("s-0", "primary"), pod("s-1", "replica"), pod("s-2", "replica")}
+	switched := []*corev1.Pod{pod("s-0", "primary"), pod("s-1", "replica"), pod("s-2", "replica")}
 	switching := v1alpha1.ReplicationReport{
 		Decision: v1alpha1.ReplicationDecision{Kind: string(clustering.Switchover)},
 		Instances: []v1alpha1.ReplicationInstance{
@@ -309,13 +309,11 @@ func TestRoleLabelChanges(t *testing.T) {
 			{Pod: "s-1", Role: v1alpha1.ReplicationRolePrimary},
 			{Pod: "s-2", Role: v1alpha1.ReplicationRoleNone},
 		}}
-	g.Expect(roleLabelChanges(pods, switching, false)).To(Equal([]labelChange{
+	g.Expect(roleLabelChanges(switched, switching, false)).To(Equal([]labelChange{
 		{Pod: "s-0", Demotes: true}, {Pod: "s-1", Value: "primary"},
 	}))
-	g.Expect(roleLabelChanges(pods, switching, true)).To(Equal([]labelChange{{Pod: "s-0", Demotes: true}, {Pod: "s-2"}}))
+	g.Expect(roleLabelChanges(switched, switching, true)).To(Equal([]labelChange{{Pod: "s-0", Demotes: true}, {Pod: "s-2"}}))
 	// Any other pass without a primary takes them away.
-	pods = []*corev1.Pod{pod("s-0", "primary"), pod("s-1", "replica"), pod("s-2", ""), pod("s-3", "replica"),
-		pod("s-4", "replica")}
 	starting.Decision.Kind = string(clustering.Refused)
 	g.Expect(roleLabelChanges(pods, starting, false)).To(Equal([]labelChange{
 		{Pod: "s-0", Demotes: true}, {Pod: "s-1"}, {Pod: "s-3"}, {Pod: "s-4"},

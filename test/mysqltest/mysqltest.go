@@ -626,7 +626,7 @@ func templateDataDir(in *installation) (string, error) {
 		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		// Another test binary made it first.
+		// Made first by a test binary that does not take the lock (an older checkout sharing the cache).
 		if _, statErr := os.Stat(filepath.Join(dir, "ok")); statErr != nil {
 			return "", fmt.Errorf("failed to put the template data directory in place: %w", err)
 		}
