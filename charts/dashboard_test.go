@@ -211,11 +211,13 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 				v1alpha1.ClusterNameLabel:          c.Name, v1alpha1.ClusterNamespaceLabel: c.Namespace},
 			Annotations: map[string]string{v1alpha1.StatefulSetUIDAnnotation: string(sts.UID)}},
 		Data: map[string]string{v1alpha1.ReplicationReportKey: `{"primary":"` + sts.Name + `-0","instances":[{"pod":"` +
-			sts.Name + `-0","role":"primary"}],"decision":{"kind":"Steady"}}`},
+			sts.Name + `-0","role":"primary"}],"decision":{"kind":"Steady"},` +
+			`"archive":{"state":"Archiving","since":"2026-12-08T02:00:00Z","source":"` + sts.Name + `-0"}}`},
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		families = scrape(g, "http://"+addr+"/metrics")
 		g.Expect(families).To(HaveKey("mysqlfleet_member_writable_primary"))
+		g.Expect(families).To(HaveKey("mysqlfleet_member_archive_behind"))
 	}).WithTimeout(timeout).WithPolling(polling).Should(Succeed(), "the manager read the member controller's report")
 	var exposed []string
 	for name := range families {

@@ -14,6 +14,9 @@ const (
 	// ConditionBackedUp is True while every member has a successful backup no older than two scheduled runs;
 	// only with spec.backup (and not suspended).
 	ConditionBackedUp = "BackedUp"
+	// ConditionArchived is True while every member's binary-log archive is Archiving with no gap after its
+	// newest backup; only with spec.backup.archive.
+	ConditionArchived = "Archived"
 )
 
 // Condition types of one member in status.members[].conditions.
@@ -89,6 +92,12 @@ const (
 	// ReasonBackupsCurrent and ReasonBackupsStale are the reasons of ConditionBackedUp.
 	ReasonBackupsCurrent = "BackupsCurrent"
 	ReasonBackupsStale   = "BackupsStale"
+	// ReasonArchiving, ReasonArchiveBehind, ReasonArchiveGap and ReasonArchiveUnreported are the reasons of
+	// ConditionArchived.
+	ReasonArchiving         = "Archiving"
+	ReasonArchiveBehind     = "ArchiveBehind"
+	ReasonArchiveGap        = "ArchiveGap"
+	ReasonArchiveUnreported = "ArchiveUnreported"
 	// ReasonRestoring: no server takes writes until spec.restore's backup is loaded.
 	ReasonRestoring = "Restoring"
 	// ReasonReplicating: a writable primary and every replica in sync.

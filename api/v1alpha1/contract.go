@@ -61,4 +61,25 @@ const (
 	// that Job has succeeded, the member controller makes no server writable: the set starts from the restored
 	// data, and its replicas replicate it from the primary's binary log.
 	RestoreJobAnnotation = "mysqlfleet.io/restore-job"
+	// ArchiveAnnotation asks the member controller to archive the set's binary log (spec.backup.archive): an
+	// ArchiveRequest as JSON. Absent means no archive: a running one is stopped, and what it stored is kept.
+	ArchiveAnnotation = "mysqlfleet.io/archive"
 )
+
+// ArchiveRequest is where and how the member controller archives a set's binary log: the backup target, its
+// key prefix in this member (the backups' own) and the Secret, in the StatefulSet's namespace, with the store's
+// credentials under the keys the backup Jobs read from their environment.
+//
+// +kubebuilder:object:generate=false
+type ArchiveRequest struct {
+	// Target is s3, gcs or azblob, as the backup runner's --target.
+	Target            string `json:"target"`
+	Bucket            string `json:"bucket,omitempty"`
+	Container         string `json:"container,omitempty"`
+	Endpoint          string `json:"endpoint,omitempty"`
+	Prefix            string `json:"prefix"`
+	CredentialsSecret string `json:"credentialsSecret"`
+	// MaxSegmentAge and MaxRecoveryPointAge are spec.backup.archive's, as Go durations.
+	MaxSegmentAge       string `json:"maxSegmentAge"`
+	MaxRecoveryPointAge string `json:"maxRecoveryPointAge"`
+}

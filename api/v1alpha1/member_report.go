@@ -114,6 +114,8 @@ type ReplicationReport struct {
 	Backups *MemberBackups `json:"backups,omitempty"`
 	// Restore is the outcome of the restore Job (RestoreJobAnnotation), when there is one.
 	Restore *MemberRestore `json:"restore,omitempty"`
+	// Archive is the binary-log archive's state, when the StatefulSet asks for one (ArchiveAnnotation).
+	Archive *MemberArchive `json:"archive,omitempty"`
 	// Rebuilds are the last servers the member controller emptied to seed them again, newest first (at most
 	// MaxRebuildsReported), with the transactions each discarded.
 	// +optional

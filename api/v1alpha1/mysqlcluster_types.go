@@ -76,6 +76,7 @@ const (
 // MySQLClusterSpec is what a database needs, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.method) || self.backup.method != 'Physical' || (has(self.engine) && self.engine == 'MariaDB')",message="backup.method Physical needs engine MariaDB: MySQL's physical backups (XtraBackup, CLONE) are not implemented",fieldPath=".backup.method"
+// +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.archive) || (has(self.engine) && self.engine == 'MariaDB')",message="backup.archive needs engine MariaDB: archiving MySQL's binary log (its GTID sets, mysqlbinlog) is not implemented",fieldPath=".backup.archive"
 // +kubebuilder:validation:XValidation:rule="!has(self.user) || has(self.database)",message="user needs database: the user is granted all privileges on it",fieldPath=".user"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.restore) == has(self.restore)",message="restore can only be set when the MySQLCluster is created",fieldPath=".restore"
 // +kubebuilder:validation:XValidation:rule="!has(self.primaries) || self.primaries.all(k, self.primaries[k] < (has(self.replicas) ? self.replicas : 1))",message="primaries name an ordinal below replicas: the Pods are <name>-0 to <name>-(replicas-1)",fieldPath=".primaries"
@@ -267,6 +268,8 @@ const (
 )
 
 // Backup runs mysqldump on a schedule in every member.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.archive) || !has(self.target.pvc)",message="backup.archive needs an object store target (s3, gcs or azureBlob): a member's own volume would not keep the binary log through the loss of the member, and the member controller that archives cannot mount it",fieldPath=".archive"
 type Backup struct {
 	// Method is Logical (the default: a dump, taken by the backup Job) or Physical (MariaDB: a copy of the data
 	// directory by mariadb-backup, taken by a backup agent that runs as a sidecar of every database Pod, which
@@ -304,6 +307,32 @@ type Backup struct {
 	// Suspend stops scheduling new backups.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Archive, when set, keeps the primary's binary log in the target as it is written (MariaDB), next to the
+	// backups, so that what was committed since the last backup survives the loss of the member's servers and a
+	// backup can be rolled forward to any transaction since.
+	// +optional
+	Archive *BackupArchive `json:"archive,omitempty"`
+}
+
+// BackupArchive configures the continuous archive of the binary log. The member controller's leader in each
+// member reads the primary's binary log as a replication client and stores it in segments under binlog/ in the
+// backup target (see docs/backups.md).
+type BackupArchive struct {
+	// MaxSegmentAge is how long an archived transaction waits, at most, before it is stored: a segment is closed
+	// this long after its first transaction arrived even when no other follows, so the archive lags the primary
+	// by about this much whether writes are frequent or rare.
+	// +optional
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="archive.maxSegmentAge must be a duration between 1s and 10m, such as 5s"
+	MaxSegmentAge *metav1.Duration `json:"maxSegmentAge,omitempty"`
+	// MaxRecoveryPointAge bounds the recovery point: once the oldest transaction of a member's primary that is
+	// not yet stored is older than this (or its age is unknown for as long), the member's archive is Behind and
+	// the MySQLCluster's Archived condition False.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="archive.maxRecoveryPointAge must be a duration between 10s and 24h, such as 1m"
+	MaxRecoveryPointAge *metav1.Duration `json:"maxRecoveryPointAge,omitempty"`
 }
 
 // Restore names the backup a new MySQLCluster starts from.
@@ -529,6 +558,10 @@ type MemberStatus struct {
 	// Restore is how the restore of spec.restore went in this member.
 	// +optional
 	Restore *MemberRestore `json:"restore,omitempty"`
+	// Archive is the binary-log archive of spec.backup.archive in this member, as its member controller
+	// reports it.
+	// +optional
+	Archive *MemberArchive `json:"archive,omitempty"`
 	// Replication is the member's replicated set as its member controller last reported it (see
 	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
 	// +optional
@@ -610,6 +643,46 @@ type AsyncWindow struct {
 	From metav1.Time `json:"from"`
 	// To is when the hub first read that it was on again.
 	To metav1.Time `json:"to"`
+}
+
+// ArchiveState is how a member's binary-log archive keeps up.
+// +kubebuilder:validation:Enum=Archiving;Behind
+type ArchiveState string
+
+const (
+	// ArchiveArchiving: every transaction of the primary older than maxRecoveryPointAge is stored.
+	ArchiveArchiving ArchiveState = "Archiving"
+	// ArchiveBehind: the archive has not stored the primary's transactions for longer than maxRecoveryPointAge
+	// (it cannot read the primary or reach the store, or does not keep up), or has not said so for as long.
+	ArchiveBehind ArchiveState = "Behind"
+)
+
+// MemberArchive is a member's binary-log archive. It changes when its state does, and its newest archived
+// transaction at most once a minute while writes go on, so that a busy database does not rewrite its status
+// every few seconds; the recovery point while Archiving is within maxRecoveryPointAge of now.
+type MemberArchive struct {
+	State ArchiveState `json:"state"`
+	// Since is when State last changed.
+	Since metav1.Time `json:"since"`
+	// Source is the Pod whose binary log is read; empty while there is no primary to read.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// LatestTime is the time of the newest archived transaction as its server logged it (whole seconds), and
+	// LatestPosition the GTID position after it: a restore can roll forward to here.
+	// +optional
+	LatestTime *metav1.Time `json:"latestTime,omitempty"`
+	// +optional
+	LatestPosition string `json:"latestPosition,omitempty"`
+	// Gaps are places where the stored archive does not continue by GTID position (a segment lost), after the
+	// newest successful backup's position, so that no backup can be rolled forward across them; a backup taken
+	// after the gap starts a new window.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	Gaps []string `json:"gaps,omitempty"`
+	// Error is why the archive last stopped reading or storing, while it is not reading.
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // MemberBackups are the outcomes of a member's backup Jobs.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -247,6 +248,21 @@ func TestDefaults(t *testing.T) {
 	g.Expect(got.Spec.Engine).To(Equal(v1alpha1.EngineMySQL))
 }
 
+// An empty archive gets its two bounds from the schema.
+func TestArchiveDefaults(t *testing.T) {
+	g := NewWithT(t)
+	ensureNamespace(t, validationNamespace)
+	obj := base("archive-defaults", set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+		set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{},
+			"target": map[string]any{"s3": map[string]any{"bucket": "b-1", "credentialsSecretRef": map[string]any{"name": "s3"}}}}))
+	g.Expect(k8sClient.Create(ctx, obj, strict)).To(Succeed())
+	got := &v1alpha1.MySQLCluster{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	g.Expect(got.Spec.Backup.Archive).To(Equal(&v1alpha1.BackupArchive{
+		MaxSegmentAge:       &metav1.Duration{Duration: 5 * time.Second},
+		MaxRecoveryPointAge: &metav1.Duration{Duration: time.Minute}}))
+}
+
 // The engine cannot change: one engine's data directory is not the other's.
 func TestEngineIsImmutable(t *testing.T) {
 	g := NewWithT(t)
@@ -320,6 +336,10 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"physical backups of MariaDB", edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
 			set("spec.backup", map[string]any{"schedule": "@daily", "method": "Physical", "target": map[string]any{
 				"pvc": map[string]any{"size": "5Gi"}}}))},
+		{"archive of MariaDB to S3 with bounds at their limits", edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{"maxSegmentAge": "10m",
+				"maxRecoveryPointAge": "10s"}, "target": map[string]any{"s3": map[string]any{"bucket": "b-1",
+				"credentialsSecretRef": map[string]any{"name": "s3"}}}}))},
 		{"logical backups of MySQL", edits(set("spec.backup", map[string]any{"schedule": "@daily", "method": "Logical",
 			"target": map[string]any{"pvc": map[string]any{"size": "5Gi"}}}))},
 		{"paused with NodePort and Delete", edits(set("spec.paused", true), set("spec.serviceType", "NodePort"),
@@ -422,6 +442,25 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{name: "physical backups of MySQL", edits: edits(set("spec.backup", map[string]any{
 			"schedule": "@daily", "method": "Physical", "target": map[string]any{"pvc": pvc}})),
 			want: "spec.backup.method: Invalid value: backup.method Physical needs engine MariaDB: MySQL's physical backups (XtraBackup, CLONE) are not implemented"},
+		{name: "archive of MySQL", edits: edits(set("spec.backup", map[string]any{"schedule": "@daily",
+			"archive": map[string]any{}, "target": map[string]any{"s3": map[string]any{"bucket": "b-1",
+				"credentialsSecretRef": map[string]any{"name": "s3"}}}})),
+			want: "spec.backup.archive: Invalid value: backup.archive needs engine MariaDB"},
+		{name: "archive to a volume", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{}, "target": map[string]any{"pvc": pvc}})),
+			want: "spec.backup.archive: Invalid value: backup.archive needs an object store target (s3, gcs or azureBlob)"},
+		{name: "archive segments older than 10m", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{"maxSegmentAge": "11m"},
+				"target": map[string]any{"s3": map[string]any{"bucket": "b-1", "credentialsSecretRef": map[string]any{"name": "s3"}}}})),
+			want: "spec.backup.archive.maxSegmentAge: Invalid value: \"11m\": archive.maxSegmentAge must be a duration between 1s and 10m, such as 5s"},
+		{name: "archive segment age not a duration", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{"maxSegmentAge": "5 minutes"},
+				"target": map[string]any{"s3": map[string]any{"bucket": "b-1", "credentialsSecretRef": map[string]any{"name": "s3"}}}})),
+			want: "spec.backup.archive.maxSegmentAge: Invalid value: \"5 minutes\": archive.maxSegmentAge must be a duration between 1s and 10m, such as 5s"},
+		{name: "archive recovery point bound of 1s", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
+			set("spec.backup", map[string]any{"schedule": "@daily", "archive": map[string]any{"maxRecoveryPointAge": "1s"},
+				"target": map[string]any{"s3": map[string]any{"bucket": "b-1", "credentialsSecretRef": map[string]any{"name": "s3"}}}})),
+			want: "archive.maxRecoveryPointAge must be a duration between 10s and 24h, such as 1m"},
 		{name: "backup method Snapshot", edits: edits(set("spec.engine", "MariaDB"), set("spec.version", "10.11"),
 			set("spec.backup", map[string]any{"schedule": "@daily", "method": "Snapshot", "target": map[string]any{"pvc": pvc}})),
 			want: "spec.backup.method: Unsupported value: \"Snapshot\": supported values: \"Logical\", \"Physical\""},

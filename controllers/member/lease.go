@@ -146,6 +146,18 @@ func (l *leaseLock) guard() mysql.Guard {
 	return l.until
 }
 
+// storeGuard refuses, like guard, what the binary-log archive stores once the Lease may have passed to a
+// standby; nil without leader election.
+func (l *leaseLock) storeGuard() func() error {
+	if l == nil {
+		return nil
+	}
+	return func() error {
+		_, err := l.until()
+		return err
+	}
+}
+
 // term is the Lease's leaderTransitions as this process last wrote it, nil without leader election.
 func (l *leaseLock) term() *int {
 	if l == nil {

@@ -140,6 +140,11 @@ func newManager(cfg *rest.Config, o Options) (manager.Manager, *Reconciler, erro
 		Timing:      o.withDefaults(),
 		lease:       lease,
 		events:      mgr.GetEventRecorder("mysqlfleet-member"),
+		archives:    newArchivers(lease.storeGuard()),
+	}
+	// A Runnable that needs the leader election: archives run only in the leader.
+	if err := mgr.Add(r.archives); err != nil {
+		return nil, nil, err
 	}
 	if err := r.setupWithManager(mgr, o); err != nil {
 		return nil, nil, err

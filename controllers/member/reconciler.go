@@ -50,6 +50,8 @@ type Reconciler struct {
 	lease *leaseLock
 	// events records the Events of the sets (a server rebuilt); nil records none.
 	events events.EventRecorder
+	// archives are the binary-log archives this process runs while it leads (archive.go); nil runs none.
+	archives *archivers
 
 	mu sync.Mutex
 	// written is the resourceVersion of each report ConfigMap as this controller last wrote or read it live
@@ -122,6 +124,8 @@ type scope struct {
 	prev *v1alpha1.ReplicationReport
 	// obs is what the pass read of each server, by ordinal; nil when it read none.
 	obs []clustering.Observation
+	// creds are the database's passwords, once the pass has read them.
+	creds *credentials
 }
 
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
@@ -175,13 +179,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	rep.Backups, rep.Restore = backups(prevBackups, outcomes), restore
 	rep.PrimaryEndpoints = true
+	primary := labelledPrimary(s.pods, rep, planFailed)
+	rep.Archive = r.archive(ctx, s, &rep, primary)
 
 	// The primary's endpoints, the labels, then the report: the report is the last word of a pass, and a
 	// failure before it leaves the previous report in place to be rewritten by the next pass. The endpoints
 	// come first because kube-proxy syncs every Service at once, at most once a second: a change of the
 	// replicas' Service (its label changes) synced first would hold back the one clients of the primary wait for.
 	var errs []error
-	if err := r.reconcilePrimaryEndpoints(ctx, s, labelledPrimary(s.pods, rep, planFailed)); err != nil {
+	if err := r.reconcilePrimaryEndpoints(ctx, s, primary); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.reconcileRoleLabels(ctx, s, rep, planFailed); err != nil {
@@ -269,6 +275,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (rep v1alpha1.Replicati
 		return unobservedReport(s.prev, err), false, true
 	}
 	d, targets, creds, flavor, seeds := in.desired, in.targets, in.creds, in.flavor, in.seeds
+	s.creds = &creds
 	dsns := make([]string, len(targets))
 	for i, t := range targets {
 		if t.err == nil {
@@ -606,6 +613,9 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope, rep v1al
 // forget drops what the controller holds for a set that is gone or no longer managed.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.pools.forget(key)
+	if r.archives != nil {
+		r.archives.stop(key)
+	}
 	r.distrust(key)
 	for _, name := range primaryServiceNames(key.Name) {
 		r.forgetSlice(types.NamespacedName{Namespace: key.Namespace, Name: name})

@@ -43,6 +43,7 @@ func newMemberPass(r *MySQLClusterReconciler, s *scope, m fleet.State) *memberPa
 	// under a Reachable condition that says how old the news is.
 	p.row.Conditions, p.row.Adopted, p.row.Replication = p.prev.Conditions, p.prev.Adopted, p.prev.Replication
 	p.row.Backups, p.row.Restore, p.row.LastBackup = p.prev.Backups, p.prev.Restore, p.prev.LastBackup
+	p.row.Archive = p.prev.Archive
 	p.conds = memberConditions{st: &p.row, gen: c.Generation}
 	return p
 }

@@ -42,6 +42,16 @@ var (
 		Help: "1 while the member controller reports that the MySQLCluster's primary in the member waits for more semi-sync acknowledgements than it has replicas connected to give them (no commit returns), 0 otherwise; absent while nothing reports.",
 	}, []string{"cluster_namespace", "cluster_name", "member"})
 
+	archiveBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_archive_behind",
+		Help: "1 while the member controller reports the MySQLCluster's binary-log archive in the member Behind (its recovery point older than spec.backup.archive.maxRecoveryPointAge, or not archiving), 0 while Archiving; absent without an archive report.",
+	}, []string{"cluster_namespace", "cluster_name", "member"})
+
+	archiveGaps = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mysqlfleet_member_archive_gaps",
+		Help: "Gaps the member controller reports in the MySQLCluster's binary-log archive in the member, after its newest backup; absent without an archive report.",
+	}, []string{"cluster_namespace", "cluster_name", "member"})
+
 	// asyncCommits is one series per primary server: the count is the server's own, cumulative since it
 	// started, so a series that followed the primary from server to server would jump at every switchover. A
 	// restart of the server resets it; alert on increase() (MySQLFleetAsyncCommits), which takes that as a
@@ -69,7 +79,7 @@ var phases = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRestoring, v1
 
 func init() {
 	metrics.Registry.MustRegister(memberReconciles, applies, applyErrors, clusterPhase, failovers, writablePrimary, writesBlocked,
-		asyncCommits, memberChangePassesWaiting, orphanedObjects)
+		asyncCommits, archiveBehind, archiveGaps, memberChangePassesWaiting, orphanedObjects)
 }
 
 // reportPhase sets the MySQLCluster's phase series. The labels are not namespace and name: the ServiceMonitor's
@@ -92,9 +102,19 @@ func reportPrimaries(c *v1alpha1.MySQLCluster) {
 	writablePrimary.DeletePartialMatch(l)
 	writesBlocked.DeletePartialMatch(l)
 	asyncCommits.DeletePartialMatch(l)
+	archiveBehind.DeletePartialMatch(l)
+	archiveGaps.DeletePartialMatch(l)
 	for _, m := range c.Status.Members {
 		if m.Replication != nil {
 			setPrimarySeries(c, m.Name, m.Replication)
+		}
+		if a := m.Archive; a != nil {
+			behind := 0.0
+			if a.State == v1alpha1.ArchiveBehind {
+				behind = 1
+			}
+			archiveBehind.WithLabelValues(c.Namespace, c.Name, m.Name).Set(behind)
+			archiveGaps.WithLabelValues(c.Namespace, c.Name, m.Name).Set(float64(len(a.Gaps)))
 		}
 	}
 }
@@ -120,6 +140,8 @@ func forgetPrimaries(key types.NamespacedName) {
 	writablePrimary.DeletePartialMatch(l)
 	writesBlocked.DeletePartialMatch(l)
 	asyncCommits.DeletePartialMatch(l)
+	archiveBehind.DeletePartialMatch(l)
+	archiveGaps.DeletePartialMatch(l)
 	failovers.DeletePartialMatch(l)
 }
 

@@ -156,7 +156,7 @@ func reportReplication(c *v1alpha1.MySQLCluster, st *v1alpha1.MemberStatus, rep 
 	now metav1.Time) replicationFinding {
 	st.Replication = memberReplication(rep, st.Replication, now)
 	if rep != nil {
-		st.Backups, st.Restore = rep.Backups.DeepCopy(), rep.Restore.DeepCopy()
+		st.Backups, st.Restore, st.Archive = rep.Backups.DeepCopy(), rep.Restore.DeepCopy(), rep.Archive.DeepCopy()
 	}
 	st.LastBackup = nil
 	if st.Backups != nil && st.Backups.LastSuccessful != nil {

@@ -43,6 +43,7 @@ func (s *scope) computeStatus(now time.Time) {
 			Message: v.message, ObservedGeneration: c.Generation})
 	}
 	s.lookAgain = s.setBackupCondition(now)
+	s.setArchiveCondition()
 	st.Phase = phaseOf(c.Spec.Paused, len(s.members), sum, degraded.ok)
 	// A row about an earlier generation is the member's last word, not its verdict on this one.
 	if generationSettled(s.members) && rowsCurrent(s.members, c.Generation) {

@@ -21,7 +21,9 @@
 // caller points it at the new primary, which continues the same GTID history (the member controller promotes only
 // a replica holding every acknowledged transaction, and MariaDB's sequence numbers continue across servers of a
 // domain). A server that does not hold that position refuses it (error 1236), and Run returns the error rather
-// than archiving a history that does not continue the archive's.
+// than archiving a history that does not continue the archive's. A Keeper does this for a caller that follows
+// the primary: it runs Archivers one after another, on whichever server it is told, and reports how the archive
+// keeps up (Status).
 //
 // The segments are replayed with the server's own mariadb-binlog (see the tests); only MariaDB is implemented:
 // MySQL's equivalent (COM_BINLOG_DUMP_GTID with its GTID sets, replayed by mysqlbinlog) has not run here.
@@ -114,8 +116,15 @@ type Archiver struct {
 	MaxSize int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Guard, when set, is called before every object the archive stores; its error stops the write and Run.
+	// A caller that archives only while it holds a lease says there that the lease lapsed: another process may be
+	// archiving by now, and two writers would interleave their segments.
+	Guard func() error
 	// Log receives a line per segment and per connection; may be nil.
 	Log io.Writer
+
+	// progress, when set (by a Keeper), is told what the stream delivers and what is stored.
+	progress *progress
 }
 
 func (a *Archiver) logf(format string, args ...any) {
@@ -139,6 +148,12 @@ func (a *Archiver) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return a.run(ctx, segs)
+}
+
+// run is Run after the store's segments were listed (segs, oldest first).
+func (a *Archiver) run(ctx context.Context, segs []Segment) error {
+	var err error
 	from, seq := a.From, 0
 	if n := len(segs); n > 0 {
 		last := segs[n-1]
@@ -158,13 +173,17 @@ func (a *Archiver) Run(ctx context.Context) error {
 		HeartbeatPeriod: time.Second, ReadTimeout: 10 * time.Second, DisableRetrySync: true,
 		Logger: slog.New(slog.DiscardHandler),
 	})
-	defer syncer.Close()
+	// Closing kills the server's dump thread from a new connection, which a server that stopped answering holds
+	// for ReadTimeout: that goes on in the background, after the last write, so that a caller moving to another
+	// server (a failover away from a hung primary) is not held up.
+	defer func() { go syncer.Close() }()
 	streamer, err := syncer.StartSyncGTID(pos)
 	if err != nil {
 		return fmt.Errorf("failed to read the binary log of %s:%d from %q: %w", a.Source.Host, a.Source.Port, from, err)
 	}
 	a.logf("Archiving the binary log of %s:%d from %q", a.Source.Host, a.Source.Port, from)
 	w := &writer{a: a, seq: seq, pos: pos.(*gomysql.MariadbGTIDSet)}
+	a.progress.reached(w.pos)
 	for {
 		ectx, cancel := context.WithTimeout(ctx, tick)
 		ev, err := streamer.GetEvent(ectx)
@@ -181,6 +200,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("the binary log stream of %s:%d: %w", a.Source.Host, a.Source.Port, err),
 				w.closeIfComplete(ctx))
 		}
+		a.progress.hear(a.now())
 		if err := w.event(ctx, ev); err != nil {
 			return err
 		}
@@ -240,10 +260,12 @@ func (w *writer) event(ctx context.Context, ev *replication.BinlogEvent) error {
 		if !w.open {
 			w.open = true
 			w.start, w.opened, w.first = w.pos.String(), w.a.now(), time.Unix(int64(h.Timestamp), 0).UTC()
+			w.a.progress.opening(w.opened)
 		}
 		if err := w.pos.AddSet(&g.GTID); err != nil {
 			return err
 		}
+		w.a.progress.reached(w.pos)
 		w.inGroup, w.standalone = true, g.IsStandalone()
 		w.transactions++
 	case replication.XID_EVENT:
@@ -326,10 +348,10 @@ func (w *writer) close(ctx context.Context) error {
 	name := fmt.Sprintf("%012d", w.seq+1)
 	s := Segment{FormatVersion: formatVersion, Name: name, Object: Prefix + name + segmentSuffix, Start: w.start,
 		End: w.pos.String(), Transactions: w.transactions, FirstEventTime: w.first, LastEventTime: w.last,
-		ClosedTime: w.a.now().UTC(), Source: fmt.Sprintf("%s:%d", w.a.Source.Host, w.a.Source.Port),
+		ClosedTime: w.a.now().UTC(), Source: w.a.Source.hostPort(),
 		SourceServerID: w.serverID(), Size: int64(stored.Len()), LogSize: int64(log.Len()),
 		SHA256: hex.EncodeToString(sum[:])}
-	if err := w.a.Store.Put(ctx, s.Object, bytes.NewReader(stored.Bytes())); err != nil {
+	if err := w.put(ctx, s.Object, stored.Bytes()); err != nil {
 		return fmt.Errorf("failed to store segment %s: %w", name, err)
 	}
 	m, err := json.Marshal(s)
@@ -337,15 +359,26 @@ func (w *writer) close(ctx context.Context) error {
 		return err
 	}
 	// The manifest last: a segment whose manifest is missing is not in the archive (List reads manifests).
-	if err := w.a.Store.Put(ctx, Prefix+name+manifestSuffix, bytes.NewReader(m)); err != nil {
+	if err := w.put(ctx, Prefix+name+manifestSuffix, m); err != nil {
 		return fmt.Errorf("failed to store the manifest of segment %s: %w", name, err)
 	}
 	w.a.logf("Archived segment %s: %d transactions, %s to %s", name, s.Transactions, s.Start, s.End)
+	w.a.progress.stored(s)
 	w.seq++
 	w.open = false
 	w.buf.Reset()
 	w.transactions = 0
 	return nil
+}
+
+// put stores one object, if Guard allows it.
+func (w *writer) put(ctx context.Context, key string, data []byte) error {
+	if w.a.Guard != nil {
+		if err := w.a.Guard(); err != nil {
+			return fmt.Errorf("not storing %s: %w", key, err)
+		}
+	}
+	return w.a.Store.Put(ctx, key, bytes.NewReader(data))
 }
 
 // serverID is the server_id in the format description event's header: the server that sent the stream.
@@ -362,20 +395,41 @@ func (w *writer) serverID() uint32 {
 
 // List returns the segments of a store, oldest first: those whose manifest was written.
 func List(ctx context.Context, s backup.Store) ([]Segment, error) {
+	return listCached(ctx, s, nil)
+}
+
+// listCached is List that reads only the manifests cache does not hold, and keeps in cache those listed: a
+// manifest never changes once stored, and an archive that checks itself every minute would otherwise read
+// every manifest of the day each time. A nil cache reads them all.
+func listCached(ctx context.Context, s backup.Store, cache map[string]Segment) ([]Segment, error) {
 	objs, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Segment
+	seen := map[string]bool{}
 	for _, o := range objs {
 		if !strings.HasPrefix(o.Key, Prefix) || !strings.HasSuffix(o.Key, manifestSuffix) {
+			continue
+		}
+		seen[o.Key] = true
+		if seg, ok := cache[o.Key]; ok {
+			out = append(out, seg)
 			continue
 		}
 		seg, err := readSegment(ctx, s, o.Key)
 		if err != nil {
 			return nil, err
 		}
+		if cache != nil {
+			cache[o.Key] = *seg
+		}
 		out = append(out, *seg)
+	}
+	for key := range cache {
+		if !seen[key] {
+			delete(cache, key) // pruned, or deleted
+		}
 	}
 	slices.SortFunc(out, func(a, b Segment) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

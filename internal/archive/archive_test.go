@@ -237,14 +237,8 @@ func TestArchiveIsContinuousAndReplays(t *testing.T) {
 // After a failover the archive goes on from the new primary, where the old one's archive ended: no gap, and the
 // replay holds every write acknowledged by either primary.
 func TestArchiveFollowsAFailover(t *testing.T) {
-	servers := mysqltest.StartN(t, 2)
-	old, next := servers[0], servers[1]
+	old, next := primaryAndReplica(t)
 	oldDB, nextDB := old.OpenRoot(), next.OpenRoot()
-	for _, db := range []*sql.DB{oldDB, nextDB} {
-		exec1(t, db, archiverAccount...)
-	}
-	exec1(t, nextDB, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='archiver', "+
-		"MASTER_PASSWORD='archiver-secret', MASTER_USE_GTID=slave_pos", old.Host, old.Port), "START SLAVE")
 	store := backup.DirStore{Dir: t.TempDir()}
 	from := position(t, oldDB)
 	stop := startArchiving(t, old, store, 4000000002, from)
@@ -257,16 +251,11 @@ func TestArchiveFollowsAFailover(t *testing.T) {
 	}
 	w.Stop()
 	acked := w.Acked()
-	pos := position(t, oldDB)
-	var waited int
-	if err := nextDB.QueryRow("SELECT MASTER_GTID_WAIT(?, 60)", pos).Scan(&waited); err != nil || waited != 0 {
-		t.Fatalf("the replica did not reach %s: %d %v", pos, waited, err)
-	}
-	waitArchived(t, store, pos)
+	waitArchived(t, store, position(t, oldDB))
 	stop()
 
 	// The failover: the replica, holding everything, becomes the primary and takes writes.
-	exec1(t, nextDB, "STOP SLAVE", "RESET SLAVE ALL")
+	promote(t, old, next)
 	stop = startArchiving(t, next, store, 4000000003, "")
 	nextApp := openApp(t, next)
 	w = mysqltest.StartWriter(t, 1_000_000, func() (*sql.DB, int) { return nextApp, 2 })
@@ -277,8 +266,40 @@ func TestArchiveFollowsAFailover(t *testing.T) {
 	acked = append(acked, w.Acked()...)
 	segs := waitArchived(t, store, position(t, nextDB))
 	stop()
+	checkAcrossPrimaries(t, store, from, segs, old, next, acked)
+}
+
+// primaryAndReplica starts two servers with the archiver's account, the second replicating from the first.
+func primaryAndReplica(t *testing.T) (primary, replica *mysqltest.Server) {
+	t.Helper()
+	servers := mysqltest.StartN(t, 2)
+	primary, replica = servers[0], servers[1]
+	for _, srv := range servers {
+		exec1(t, srv.OpenRoot(), archiverAccount...)
+	}
+	exec1(t, replica.OpenRoot(), fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='archiver', "+
+		"MASTER_PASSWORD='archiver-secret', MASTER_USE_GTID=slave_pos", primary.Host, primary.Port), "START SLAVE")
+	return primary, replica
+}
+
+// promote makes replica the primary once it holds everything old executed.
+func promote(t *testing.T, old, replica *mysqltest.Server) {
+	t.Helper()
+	pos := position(t, old.OpenRoot())
+	var waited int
+	if err := replica.OpenRoot().QueryRow("SELECT MASTER_GTID_WAIT(?, 60)", pos).Scan(&waited); err != nil || waited != 0 {
+		t.Fatalf("the replica did not reach %s: %d %v", pos, waited, err)
+	}
+	exec1(t, replica.OpenRoot(), "STOP SLAVE", "RESET SLAVE ALL")
+}
+
+// checkAcrossPrimaries checks an archive taken from old, then from next (its new primary): no gap from from,
+// segments from both, and the archive replayed into an empty server holds every acknowledged write and what
+// next holds.
+func checkAcrossPrimaries(t *testing.T, store backup.Store, from string, segs []archive.Segment, old, next *mysqltest.Server, acked []int) {
+	t.Helper()
 	if gaps := archive.Chain(segs, from); len(gaps) != 0 {
-		t.Fatalf("gaps across the failover: %v", gaps)
+		t.Fatalf("gaps across the change of primary: %v", gaps)
 	}
 	sources := map[uint32]bool{}
 	for _, s := range segs {
@@ -287,13 +308,12 @@ func TestArchiveFollowsAFailover(t *testing.T) {
 	if !sources[old.ServerID] || !sources[next.ServerID] {
 		t.Errorf("segments from servers %v, want from both %d and %d", sources, old.ServerID, next.ServerID)
 	}
-
 	dst := mysqltest.Start(t)
 	replay(t, store, from, dst)
 	if m := missing(t, openApp(t, dst), acked); len(m) != 0 {
 		t.Errorf("%d acknowledged writes missing from the replayed archive, first %d", len(m), m[0])
 	}
-	if want, got := checksums(t, nextDB, "app.orders"), checksums(t, dst.OpenRoot(), "app.orders"); !maps.Equal(got, want) {
+	if want, got := checksums(t, next.OpenRoot(), "app.orders"), checksums(t, dst.OpenRoot(), "app.orders"); !maps.Equal(got, want) {
 		t.Errorf("the replayed archive holds %v, the new primary %v", got, want)
 	}
 }

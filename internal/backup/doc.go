@@ -69,6 +69,11 @@
 //     AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY (Shared Key); or AZURE_STORAGE_SAS_TOKEN with an endpoint.
 //     Microsoft Entra workload identity is not wired yet.
 //
+// StoreCredentials reads the same keys from the Secret's data, for a process that opens stores without such an
+// environment (the member controller, archiving binary logs): keys only, since web identity, shared files and
+// workload identity belong to a Job's Pod, and for gcs the service account key that GOOGLE_APPLICATION_CREDENTIALS
+// names by its base name.
+//
 // # Tested how
 //
 // Against real mariadbd servers (test/mysqltest), the real mariadb-dump, mariadb client, mariadb-backup and

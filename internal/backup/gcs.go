@@ -11,16 +11,21 @@ import (
 	"google.golang.org/api/option"
 )
 
-// GCSConfig says which bucket to use and how to reach it. Credentials come from Application Default Credentials
-// (GOOGLE_APPLICATION_CREDENTIALS naming a service account key file, or workload identity).
+// GCSConfig says which bucket to use and how to reach it. Credentials come from CredentialsJSON when set, else from
+// Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS naming a service account key file, or workload
+// identity).
 type GCSConfig struct {
 	Bucket string
 	Prefix string
 	// Endpoint is the JSON API URL of a GCS emulator (such as fake-gcs-server's http://host:port/storage/v1/);
 	// empty means Google's. Reads then use the JSON API too, which emulators serve.
 	Endpoint string
-	// Anonymous sends no credentials, for an emulator.
+	// Anonymous sends no credentials, for an emulator. It wins over CredentialsJSON.
 	Anonymous bool
+	// CredentialsJSON is a service account key file's content (see StoreCredentials). Only that type is
+	// accepted: the others name URLs and files that the client would read, which a key from a user's Secret
+	// must not choose.
+	CredentialsJSON []byte
 	// ChunkSize is the size of a resumable upload's chunks, each held in memory once; zero means 16 MiB.
 	ChunkSize int
 }
@@ -42,8 +47,11 @@ func NewGCSStore(ctx context.Context, c GCSConfig) (*GCSStore, error) {
 	if c.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(c.Endpoint), storage.WithJSONReads())
 	}
-	if c.Anonymous {
+	switch {
+	case c.Anonymous:
 		opts = append(opts, option.WithoutAuthentication())
+	case c.CredentialsJSON != nil:
+		opts = append(opts, option.WithAuthCredentialsJSON(option.ServiceAccount, c.CredentialsJSON))
 	}
 	client, err := storage.NewClient(ctx, opts...)
 	if err != nil {

@@ -37,6 +37,9 @@ type BackupsView struct {
 	Name      string                            `json:"name"`
 	Backups   []BackupView                      `json:"backups"`
 	Failures  map[string]v1alpha1.BackupFailure `json:"failures,omitempty"`
+	// Archives are the members' binary-log archives (spec.backup.archive): how far a backup can be rolled
+	// forward there.
+	Archives map[string]v1alpha1.MemberArchive `json:"archives,omitempty"`
 }
 
 // ListBackups reads what the manager reports of a MySQLCluster's backups: per member, the backups its store kept
@@ -48,6 +51,12 @@ func ListBackups(ctx context.Context, hub Hub, opts BackupsOptions) (*BackupsVie
 	}
 	v := &BackupsView{Namespace: c.Namespace, Name: c.Name, Backups: []BackupView{}}
 	for _, m := range c.Status.Members {
+		if m.Archive != nil {
+			if v.Archives == nil {
+				v.Archives = map[string]v1alpha1.MemberArchive{}
+			}
+			v.Archives[m.Name] = *m.Archive
+		}
 		b := m.Backups
 		if b == nil {
 			continue
@@ -96,17 +105,44 @@ func Backups(ctx context.Context, hub Hub, opts BackupsOptions, streams generici
 			orDash(b.Pod), orDash(b.GTIDPosition)))
 	}
 	if opts.Output == OutputTable || opts.Output == OutputWide {
-		members := make([]string, 0, len(v.Failures))
-		for m := range v.Failures {
-			members = append(members, m)
-		}
-		sort.Strings(members)
-		for _, m := range members {
+		for _, m := range sortedKeys(v.Failures) {
 			f := v.Failures[m]
 			say(errOut(streams), "member %s: the last backup Job failed %s ago: %s\n", m, age(&f.Time), f.Reason)
 		}
+		for _, m := range sortedKeys(v.Archives) {
+			say(errOut(streams), "member %s: %s\n", m, archiveLine(v.Archives[m]))
+		}
 	}
 	return printView(streams, opts.Output, v, table, "No backups of "+v.Namespace+"/"+v.Name+" reported.")
+}
+
+// archiveLine says how far a member's binary-log archive reaches.
+func archiveLine(a v1alpha1.MemberArchive) string {
+	line := "binary log " + string(a.State)
+	if a.Source != "" {
+		line += " from " + a.Source
+	}
+	if a.LatestTime != nil {
+		line += ", newest stored transaction " + a.LatestTime.UTC().Format(time.RFC3339) + " (" + a.LatestPosition + ")"
+	} else {
+		line += ", nothing stored yet"
+	}
+	if len(a.Gaps) > 0 {
+		line += "; gaps after the newest backup: " + strings.Join(a.Gaps, "; ")
+	}
+	if a.Error != "" {
+		line += "; " + a.Error
+	}
+	return line
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // size is a byte count in binary units.

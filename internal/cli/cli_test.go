@@ -1082,7 +1082,9 @@ func testBackups(e *env, t *testing.T) {
 			}}},
 		{Name: gcpMember, Replicas: 2, Backups: &v1alpha1.MemberBackups{
 			LastSuccessful: &v1alpha1.BackupRecord{Name: "20261124T040000000Z", Time: at(1), Size: 1 << 10, Pod: "ledger-0"},
-			LastFailure:    &v1alpha1.BackupFailure{Time: at(3), Reason: "no server answers"}}},
+			LastFailure:    &v1alpha1.BackupFailure{Time: at(3), Reason: "no server answers"}},
+			Archive: &v1alpha1.MemberArchive{State: v1alpha1.ArchiveArchiving, Since: at(0), Source: "ledger-0",
+				LatestTime: ptr.To(at(4)), LatestPosition: "0-1001-12"}},
 	}})
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}
@@ -1095,6 +1097,8 @@ func testBackups(e *env, t *testing.T) {
 		{"2026-11-24T03:00:00Z", awsMember, "20261124T030000000Z", "Logical", "2.0MiB", "0s", "ledger-1", "0-1001-5"},
 	}))
 	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": the last backup Job failed"))
+	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": binary log Archiving from ledger-0, " +
+		"newest stored transaction 2026-11-24T07:00:00Z (0-1001-12)\n"))
 
 	// backup asks for one now, a second after the member's last outcome if that is later than now.
 	err := cli.BackupNow(ctx, e.hubIn("shop"), cli.BackupNowOptions{Name: "ledger", Member: gcpMember,

@@ -205,6 +205,10 @@ func statefulSet(c *v1alpha1.MySQLCluster, m placement.Member, cnf string, held 
 	if v := memberRebuildRequests(c, m.Name); v != "" {
 		sts.WithAnnotations(map[string]string{v1alpha1.RebuildAnnotation: v})
 	}
+	// The archive of spec.backup.archive, run by the member controller, on the metadata too.
+	if v := archiveRequest(c, m.Name); v != "" {
+		sts.WithAnnotations(map[string]string{v1alpha1.ArchiveAnnotation: v})
+	}
 	return sts.
 		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(max(replicas(c), held)).

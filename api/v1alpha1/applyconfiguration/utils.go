@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.AzureBlobTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backup"):
 		return &apiv1alpha1.BackupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BackupArchive"):
+		return &apiv1alpha1.BackupArchiveApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupFailure"):
 		return &apiv1alpha1.BackupFailureApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupRecord"):
@@ -46,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.BackupTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BucketTarget"):
 		return &apiv1alpha1.BucketTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MemberArchive"):
+		return &apiv1alpha1.MemberArchiveApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberBackups"):
 		return &apiv1alpha1.MemberBackupsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberReplication"):

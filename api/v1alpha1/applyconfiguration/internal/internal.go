@@ -39,6 +39,8 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ArchiveState
+  scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.AsyncWindow
   map:
     fields:
@@ -66,6 +68,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.Backup
   map:
     fields:
+    - name: archive
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupArchive
     - name: image
       type:
         scalar: string
@@ -85,6 +90,17 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: target
       type:
         namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupTarget
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupArchive
+  map:
+    fields:
+    - name: maxRecoveryPointAge
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 1m
+    - name: maxSegmentAge
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 5s
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.BackupFailure
   map:
     fields:
@@ -163,6 +179,33 @@ var schemaYAML = typed.YAMLObject(`types:
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ErrantServers
   scalar: string
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberArchive
+  map:
+    fields:
+    - name: error
+      type:
+        scalar: string
+    - name: gaps
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: latestPosition
+      type:
+        scalar: string
+    - name: latestTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: since
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: source
+      type:
+        scalar: string
+    - name: state
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ArchiveState
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberBackups
   map:
     fields:
@@ -256,6 +299,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ObjectRef
           elementRelationship: atomic
+    - name: archive
+      type:
+        namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.MemberArchive
     - name: backupSchedule
       type:
         scalar: string
@@ -673,6 +719,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
+  scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
   scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:

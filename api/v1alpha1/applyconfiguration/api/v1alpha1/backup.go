@@ -47,6 +47,10 @@ type BackupApplyConfiguration struct {
 	Image *string `json:"image,omitempty"`
 	// Suspend stops scheduling new backups.
 	Suspend *bool `json:"suspend,omitempty"`
+	// Archive, when set, keeps the primary's binary log in the target as it is written (MariaDB), next to the
+	// backups, so that what was committed since the last backup survives the loss of the member's servers and a
+	// backup can be rolled forward to any transaction since.
+	Archive *BackupArchiveApplyConfiguration `json:"archive,omitempty"`
 }
 
 // BackupApplyConfiguration constructs a declarative configuration of the Backup type for use with
@@ -100,5 +104,13 @@ func (b *BackupApplyConfiguration) WithImage(value string) *BackupApplyConfigura
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *BackupApplyConfiguration) WithSuspend(value bool) *BackupApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithArchive sets the Archive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Archive field is set to the value of the last call.
+func (b *BackupApplyConfiguration) WithArchive(value *BackupArchiveApplyConfiguration) *BackupApplyConfiguration {
+	b.Archive = value
 	return b
 }

@@ -67,6 +67,9 @@ type MemberStatusApplyConfiguration struct {
 	Backups *MemberBackupsApplyConfiguration `json:"backups,omitempty"`
 	// Restore is how the restore of spec.restore went in this member.
 	Restore *MemberRestoreApplyConfiguration `json:"restore,omitempty"`
+	// Archive is the binary-log archive of spec.backup.archive in this member, as its member controller
+	// reports it.
+	Archive *MemberArchiveApplyConfiguration `json:"archive,omitempty"`
 	// Replication is the member's replicated set as its member controller last reported it (see
 	// ReplicationReport); absent while no member controller has reported on this MySQLCluster's StatefulSet.
 	Replication *MemberReplicationApplyConfiguration `json:"replication,omitempty"`
@@ -227,6 +230,14 @@ func (b *MemberStatusApplyConfiguration) WithBackups(value *MemberBackupsApplyCo
 // If called multiple times, the Restore field is set to the value of the last call.
 func (b *MemberStatusApplyConfiguration) WithRestore(value *MemberRestoreApplyConfiguration) *MemberStatusApplyConfiguration {
 	b.Restore = value
+	return b
+}
+
+// WithArchive sets the Archive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Archive field is set to the value of the last call.
+func (b *MemberStatusApplyConfiguration) WithArchive(value *MemberArchiveApplyConfiguration) *MemberStatusApplyConfiguration {
+	b.Archive = value
 	return b
 }
 

@@ -1,0 +1,77 @@
+package mysqlcluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+)
+
+// archiveVerdict decides the Archived condition of a MySQLCluster with spec.backup.archive from what each
+// member's controller reports: True while every member's archive is Archiving with no gap after its newest
+// backup; False naming the members that are Behind (with the newest transaction they stored), then those with
+// a gap, then those that have not reported an archive (a member controller of an earlier release, or none
+// yet). The worst of these gives the reason. Messages hold only what the reports hold, never an age.
+func archiveVerdict(members []v1alpha1.MemberStatus) verdict {
+	var behind, gaps, unreported []string
+	for _, m := range members {
+		a := m.Archive
+		switch {
+		case a == nil:
+			unreported = append(unreported, m.Name)
+		case a.State == v1alpha1.ArchiveBehind:
+			latest := "nothing stored by this leader yet"
+			if a.LatestTime != nil {
+				latest = "newest stored transaction " + a.LatestTime.UTC().Format("2006-01-02T15:04:05Z")
+			}
+			if a.Error != "" {
+				latest += ": " + a.Error
+			}
+			behind = append(behind, fmt.Sprintf("%s (%s)", m.Name, latest))
+		case len(a.Gaps) > 0:
+			gaps = append(gaps, fmt.Sprintf("%s (%s)", m.Name, strings.Join(a.Gaps, "; ")))
+		}
+	}
+	for _, l := range [][]string{behind, gaps, unreported} {
+		sort.Strings(l)
+	}
+	var parts []string
+	if len(behind) > 0 {
+		parts = append(parts, "behind its maxRecoveryPointAge: "+strings.Join(behind, ", "))
+	}
+	if len(gaps) > 0 {
+		parts = append(parts, "a gap after the newest backup (take a backup to restore past it): "+strings.Join(gaps, ", "))
+	}
+	if len(unreported) > 0 {
+		parts = append(parts, "no archive reported: "+strings.Join(unreported, ", "))
+	}
+	switch {
+	case len(behind) > 0:
+		return verdict{false, v1alpha1.ReasonArchiveBehind, strings.Join(parts, "; ")}
+	case len(gaps) > 0:
+		return verdict{false, v1alpha1.ReasonArchiveGap, strings.Join(parts, "; ")}
+	case len(unreported) > 0:
+		return verdict{false, v1alpha1.ReasonArchiveUnreported, strings.Join(parts, "; ")}
+	}
+	return verdict{true, v1alpha1.ReasonArchiving, "every member's binary-log archive is within its maxRecoveryPointAge"}
+}
+
+// setArchiveCondition sets or removes Archived.
+func (s *scope) setArchiveCondition() {
+	c := s.cluster
+	if c.Spec.Backup == nil || c.Spec.Backup.Archive == nil || c.Spec.Engine != v1alpha1.EngineMariaDB || len(s.members) == 0 {
+		meta.RemoveStatusCondition(&c.Status.Conditions, v1alpha1.ConditionArchived)
+		return
+	}
+	v := archiveVerdict(s.members)
+	status := metav1.ConditionFalse
+	if v.ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArchived, Status: status,
+		Reason: v.reason, Message: v.message, ObservedGeneration: c.Generation})
+}
