@@ -673,16 +673,27 @@ type MemberArchive struct {
 	LatestTime *metav1.Time `json:"latestTime,omitempty"`
 	// +optional
 	LatestPosition string `json:"latestPosition,omitempty"`
-	// Gaps are places where the stored archive does not continue by GTID position (a segment lost), after the
-	// newest successful backup's position, so that no backup can be rolled forward across them; a backup taken
-	// after the gap starts a new window.
+	// Gaps are places where the stored archive does not continue by GTID position (a segment lost, or the
+	// archive resumed from a server without its position), after the oldest retained backup: no restore rolls
+	// forward across one, and a backup taken after it starts a new window.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=5
-	Gaps []string `json:"gaps,omitempty"`
+	Gaps []ArchiveGap `json:"gaps,omitempty"`
 	// Error is why the archive last stopped reading or storing, while it is not reading.
 	// +optional
 	Error string `json:"error,omitempty"`
+}
+
+// ArchiveGap is where a binary-log archive does not continue.
+type ArchiveGap struct {
+	// From is the GTID position the archive reached before the gap, To the one it goes on from after it.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Reached is the time of the last transaction before the gap, as its server logged it: a restore from a
+	// backup before the gap rolls forward to here and no further.
+	// +optional
+	Reached *metav1.Time `json:"reached,omitempty"`
 }
 
 // MemberBackups are the outcomes of a member's backup Jobs.

@@ -53,6 +53,7 @@ MySQLClusters, for get and plan, as in kubectl.`,
 		newPlanCommand(name, hub, streams),
 		newBackupsCommand(name, hub, streams),
 		newBackupCommand(name, hub, streams),
+		newRestorePointsCommand(name, hub, streams),
 		newRebuildCommand(name, hub, streams),
 	)
 	return root
@@ -250,6 +251,28 @@ newer. A backup restored with spec.restore.backup is named by its BACKUP column.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return cli.Backups(cmd.Context(), *hub, o, streams)
+		},
+	}
+	addOutputFlag(cmd, &o.Output)
+	return cmd
+}
+
+func newRestorePointsCommand(name string, hub *cli.Hub, streams genericiooptions.IOStreams) *cobra.Command {
+	var o cli.RestorePointsOptions
+	cmd := &cobra.Command{
+		Use:   "restore-points NAME",
+		Short: "Show how far a restore from each of a MySQLCluster's backups can reach",
+		Long: `Show how far a restore from each of a MySQLCluster's backups can reach: MEMBER BACKUP FROM TO POSITION NOTE.
+
+FROM is when the backup was complete. TO is, with spec.backup.archive, the newest transaction the member's
+binary-log archive has stored (or the last one before the first gap after the backup; NOTE says so), without
+it the backup itself. It is what the manager reports, which, while writes go on, says the archive's newest
+transaction again only once it moved by a minute: TO can be that much behind the archive.`,
+		Example: `  ` + name + ` restore-points orders -n shop`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return cli.RestorePoints(cmd.Context(), *hub, o, streams)
 		},
 	}
 	addOutputFlag(cmd, &o.Output)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +20,7 @@ import (
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/archive"
 	"github.com/mysqlfleet/mysqlfleet/internal/backup"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
 
 // The binary-log archive (spec.backup.archive) runs here, in the leader, one archive.Keeper per set that asks for
@@ -62,7 +62,7 @@ var (
 	}, []string{"namespace", "statefulset"})
 	archiveGaps = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mysqlfleet_archive_gaps",
-		Help: "Places where the set's stored binary-log archive does not continue by GTID position, after its newest backup.",
+		Help: "Places where the set's stored binary-log archive does not continue by GTID position, after its oldest retained backup.",
 	}, []string{"namespace", "statefulset"})
 )
 
@@ -214,7 +214,7 @@ func (r *Reconciler) archive(ctx context.Context, s *scope, rep *v1alpha1.Replic
 		return prev // not leading yet: this pass changes nothing
 	}
 	run.keeper.SetSource(r.archiveSource(s, primary))
-	m, age := archiveReport(prev, run, run.keeper.Status(), primary, newestBackupPosition(rep), now)
+	m, age := archiveReport(prev, run, run.keeper.Status(), primary, oldestBackupPosition(rep), now)
 	archiveRecoveryPointAge.WithLabelValues(s.key.Namespace, s.key.Name).Set(age.Seconds())
 	archiveGaps.WithLabelValues(s.key.Namespace, s.key.Name).Set(float64(len(m.Gaps)))
 	return m
@@ -266,7 +266,7 @@ func archiveReport(prev *v1alpha1.MemberArchive, run *archiveRun, st archive.Sta
 	if age > run.maxRPO {
 		state = v1alpha1.ArchiveBehind
 	}
-	m := &v1alpha1.MemberArchive{State: state, Since: metav1.NewTime(now), Gaps: openGaps(st.Gaps, backupPos)}
+	m := &v1alpha1.MemberArchive{State: state, Since: metav1.NewTime(now), Gaps: reportedGaps(st.Gaps, backupPos)}
 	if st.Streaming {
 		m.Source = primary
 	} else {
@@ -302,33 +302,36 @@ func archiveFailed(prev *v1alpha1.MemberArchive, err error, now time.Time) *v1al
 	return m
 }
 
-// openGaps are the gaps no backup can be rolled forward across in vain: those whose far side the newest
-// successful backup's position does not already hold (a restore from that backup starts past them).
-func openGaps(gaps []archive.Gap, backupPos string) []string {
-	var held gomysql.GTIDSet
-	if backupPos != "" {
-		if s, err := gomysql.ParseMariadbGTIDSet(backupPos); err == nil {
-			held = s
-		}
-	}
-	var out []string
+// reportedGaps are the gaps some restore could meet: those whose far side the oldest retained backup's
+// position does not already hold (a restore from any retained backup starts past the others).
+func reportedGaps(gaps []archive.Gap, oldestBackupPos string) []v1alpha1.ArchiveGap {
+	var out []v1alpha1.ArchiveGap
 	for _, g := range gaps {
-		if held != nil {
-			if to, err := gomysql.ParseMariadbGTIDSet(g.To); err == nil && held.Contain(to) {
-				continue
-			}
+		if mysql.TextContains(mysql.MariaDBFlavor{}, oldestBackupPos, g.To) {
+			continue
 		}
-		out = append(out, g.String())
+		gap := v1alpha1.ArchiveGap{From: g.From, To: g.To}
+		if !g.Reached.IsZero() {
+			t := metav1.NewTime(g.Reached)
+			gap.Reached = &t
+		}
+		out = append(out, gap)
 	}
 	return out[:min(len(out), archiveGapsReported)]
 }
 
-// newestBackupPosition is the GTID position of the set's newest successful backup, "" without one.
-func newestBackupPosition(rep *v1alpha1.ReplicationReport) string {
-	if rep.Backups == nil || rep.Backups.LastSuccessful == nil {
+// oldestBackupPosition is the GTID position of the set's oldest retained backup, "" without one.
+func oldestBackupPosition(rep *v1alpha1.ReplicationReport) string {
+	b := rep.Backups
+	switch {
+	case b == nil:
 		return ""
+	case len(b.Retained) > 0:
+		return b.Retained[len(b.Retained)-1].GTIDPosition // newest first
+	case b.LastSuccessful != nil:
+		return b.LastSuccessful.GTIDPosition
 	}
-	return rep.Backups.LastSuccessful.GTIDPosition
+	return ""
 }
 
 // logWriter logs each line written to it.

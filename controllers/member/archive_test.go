@@ -112,7 +112,7 @@ func TestArchiveFollowsThePrimaryAndSaysWhenItFallsBehind(t *testing.T) {
 
 // The report of a running archive: Archiving while what is stored is recent enough, Behind past the bound, the
 // age counted from the run's start when the archive has said nothing newer; the newest transaction said again
-// only once it moved by a minute; gaps that the newest backup already covers left out.
+// only once it moved by a minute or writes paused; gaps that the oldest retained backup already covers left out.
 func TestArchiveReport(t *testing.T) {
 	g := NewWithT(t)
 	start := time.Date(2026, 12, 8, 2, 0, 0, 0, time.UTC)
@@ -154,9 +154,11 @@ func TestArchiveReport(t *testing.T) {
 	m, _ = archiveReport(m, run, st, "db-0", "", start.Add(106*time.Second))
 	g.Expect(m.LatestPosition).To(Equal("0-1-31"), "writes paused for 15s")
 
-	gaps := []archive.Gap{{After: "000000000002", Before: "000000000004", From: "0-1-20", To: "0-1-25"},
+	reached := start.Add(time.Minute)
+	gaps := []archive.Gap{{After: "000000000002", Before: "000000000004", From: "0-1-20", To: "0-1-25", Reached: reached},
 		{After: "000000000006", Before: "000000000008", From: "0-1-40", To: "0-1-45"}}
-	g.Expect(openGaps(gaps, "")).To(HaveLen(2))
-	g.Expect(openGaps(gaps, "0-1-30")).To(Equal([]string{gaps[1].String()}))
-	g.Expect(openGaps(gaps, "0-1-50")).To(BeEmpty())
+	g.Expect(reportedGaps(gaps, "")).To(HaveLen(2))
+	g.Expect(reportedGaps(gaps, "")[0].Reached.Time).To(BeTemporally("==", reached))
+	g.Expect(reportedGaps(gaps, "0-1-30")).To(Equal([]v1alpha1.ArchiveGap{{From: "0-1-40", To: "0-1-45"}}))
+	g.Expect(reportedGaps(gaps, "0-1-50")).To(BeEmpty())
 }

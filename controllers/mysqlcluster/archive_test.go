@@ -67,11 +67,19 @@ func TestArchiveAskedOfMembersAndReportedOnTheHub(t *testing.T) {
 		HaveField("Message", "behind its maxRecoveryPointAge: "+aws+" (newest stored transaction "+
 			"2026-12-08T02:00:00Z: failed to store segment 000000000043: access denied)")))
 
+	// A gap after the newest backup: False until a backup holds its far side.
 	rep.Archive = ok.DeepCopy()
-	rep.Archive.Gaps = []string{`between segments "000000000007" and "000000000009": from 0-70001-20 to 0-70001-25`}
+	rep.Archive.Gaps = []v1alpha1.ArchiveGap{{From: "0-70001-20", To: "0-70001-25", Reached: &since}}
+	rep.Backups = &v1alpha1.MemberBackups{LastSuccessful: &v1alpha1.BackupRecord{Name: "20261208T000000000Z",
+		Time: since, GTIDPosition: "0-70001-10"}}
 	writeReport(g, aws, sts, rep)
 	g.Eventually(archived, 30*time.Second, 100*time.Millisecond).Should(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonArchiveGap)))
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonArchiveGap),
+		HaveField("Message", "a gap after the newest backup (take a backup to restore past it): "+aws+
+			" (from 0-70001-20 to 0-70001-25, the last transaction before it at 2026-12-08T01:00:00Z)")))
+	rep.Backups.LastSuccessful.GTIDPosition = "0-70001-30"
+	writeReport(g, aws, sts, rep)
+	g.Eventually(archived, 30*time.Second, 100*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue))
 
 	update(g, key, func(c *v1alpha1.MySQLCluster) { c.Spec.Backup.Archive = nil })
 	g.Eventually(request, 30*time.Second, 100*time.Millisecond).Should(BeNil())

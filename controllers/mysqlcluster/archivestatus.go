@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
 
 // archiveVerdict decides the Archived condition of a MySQLCluster with spec.backup.archive from what each
@@ -26,14 +28,18 @@ func archiveVerdict(members []v1alpha1.MemberStatus) verdict {
 		case a.State == v1alpha1.ArchiveBehind:
 			latest := "nothing stored by this leader yet"
 			if a.LatestTime != nil {
-				latest = "newest stored transaction " + a.LatestTime.UTC().Format("2006-01-02T15:04:05Z")
+				latest = "newest stored transaction " + a.LatestTime.UTC().Format(time.RFC3339)
 			}
 			if a.Error != "" {
 				latest += ": " + a.Error
 			}
 			behind = append(behind, fmt.Sprintf("%s (%s)", m.Name, latest))
-		case len(a.Gaps) > 0:
-			gaps = append(gaps, fmt.Sprintf("%s (%s)", m.Name, strings.Join(a.Gaps, "; ")))
+		case len(gapsAfterNewestBackup(m)) > 0:
+			var says []string
+			for _, g := range gapsAfterNewestBackup(m) {
+				says = append(says, gapString(g))
+			}
+			gaps = append(gaps, fmt.Sprintf("%s (%s)", m.Name, strings.Join(says, "; ")))
 		}
 	}
 	for _, l := range [][]string{behind, gaps, unreported} {
@@ -58,6 +64,34 @@ func archiveVerdict(members []v1alpha1.MemberStatus) verdict {
 		return verdict{false, v1alpha1.ReasonArchiveUnreported, strings.Join(parts, "; ")}
 	}
 	return verdict{true, v1alpha1.ReasonArchiving, "every member's binary-log archive is within its maxRecoveryPointAge"}
+}
+
+// gapsAfterNewestBackup are the gaps of a member's archive that its newest successful backup does not hold the
+// far side of: no restore reaches a time after them. Those before it only shorten older backups' windows.
+func gapsAfterNewestBackup(m v1alpha1.MemberStatus) []v1alpha1.ArchiveGap {
+	if m.Archive == nil {
+		return nil
+	}
+	var newest string
+	if m.Backups != nil && m.Backups.LastSuccessful != nil {
+		newest = m.Backups.LastSuccessful.GTIDPosition
+	}
+	var out []v1alpha1.ArchiveGap
+	for _, g := range m.Archive.Gaps {
+		if !mysql.TextContains(mysql.MariaDBFlavor{}, newest, g.To) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// gapString says where a gap is.
+func gapString(g v1alpha1.ArchiveGap) string {
+	s := "from " + g.From + " to " + g.To
+	if g.Reached != nil {
+		s += ", the last transaction before it at " + g.Reached.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // setArchiveCondition sets or removes Archived.

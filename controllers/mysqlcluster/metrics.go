@@ -114,7 +114,7 @@ func reportPrimaries(c *v1alpha1.MySQLCluster) {
 				behind = 1
 			}
 			archiveBehind.WithLabelValues(c.Namespace, c.Name, m.Name).Set(behind)
-			archiveGaps.WithLabelValues(c.Namespace, c.Name, m.Name).Set(float64(len(a.Gaps)))
+			archiveGaps.WithLabelValues(c.Namespace, c.Name, m.Name).Set(float64(len(gapsAfterNewestBackup(m))))
 		}
 	}
 }

@@ -458,6 +458,9 @@ type Gap struct {
 	After, Before string
 	// From is the position the archive reached, To where it goes on.
 	From, To string
+	// Reached is the time of the last event before the gap, as its server logged it (zero before the first
+	// segment): a restore rolls forward no further.
+	Reached time.Time
 }
 
 func (g Gap) String() string {
@@ -469,11 +472,12 @@ func (g Gap) String() string {
 func Chain(segs []Segment, from string) []Gap {
 	var gaps []Gap
 	prev, at := "", from
+	var reached time.Time
 	for i, s := range segs {
 		if (i > 0 || from != "") && !samePosition(s.Start, at) {
-			gaps = append(gaps, Gap{After: prev, Before: s.Name, From: at, To: s.Start})
+			gaps = append(gaps, Gap{After: prev, Before: s.Name, From: at, To: s.Start, Reached: reached})
 		}
-		prev, at = s.Name, s.End
+		prev, at, reached = s.Name, s.End, s.LastEventTime
 	}
 	return gaps
 }

@@ -229,7 +229,7 @@ func TestArchiveIsContinuousAndReplays(t *testing.T) {
 	}
 	gaps := archive.Chain(left, from)
 	if len(gaps) != 1 || gaps[0].After != segs[0].Name || gaps[0].Before != segs[2].Name ||
-		gaps[0].From != segs[0].End || gaps[0].To != segs[2].Start {
+		gaps[0].From != segs[0].End || gaps[0].To != segs[2].Start || !gaps[0].Reached.Equal(segs[0].LastEventTime) {
 		t.Errorf("with segment %s deleted the gaps are %v", lost.Name, gaps)
 	}
 }

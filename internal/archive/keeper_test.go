@@ -335,7 +335,7 @@ func TestKeeperReportsADeletedSegment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := archive.Gap{After: segs[0].Name, Before: segs[2].Name, From: segs[0].End, To: segs[2].Start}
+	want := archive.Gap{After: segs[0].Name, Before: segs[2].Name, From: segs[0].End, To: segs[2].Start, Reached: segs[0].LastEventTime}
 	st = waitStatus(t, k, "the lost segment found", func(st archive.Status) bool {
 		return len(st.Gaps) == 1 && st.Gaps[0] == want
 	})

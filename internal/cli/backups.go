@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
+	"github.com/mysqlfleet/mysqlfleet/internal/mysql"
 )
 
 // BackupsOptions name the MySQLCluster whose backups to list; its namespace is -n or the hub context's.
@@ -127,8 +128,8 @@ func archiveLine(a v1alpha1.MemberArchive) string {
 	} else {
 		line += ", nothing stored yet"
 	}
-	if len(a.Gaps) > 0 {
-		line += "; gaps after the newest backup: " + strings.Join(a.Gaps, "; ")
+	if n := len(a.Gaps); n > 0 {
+		line += fmt.Sprintf("; %d gap(s), see restore-points", n)
 	}
 	if a.Error != "" {
 		line += "; " + a.Error
@@ -143,6 +144,90 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// RestorePointsOptions name the MySQLCluster whose restore points to list.
+type RestorePointsOptions struct {
+	Name   string
+	Output string
+}
+
+// RestorePoint is how far a restore from one backup can reach in its member: from the backup to the end of its
+// window, rolled forward with the member's binary-log archive.
+type RestorePoint struct {
+	Member string `json:"member"`
+	Backup string `json:"backup"`
+	// From is when the backup was complete: a restore from it reaches no earlier point.
+	From metav1.Time `json:"from"`
+	// To is the newest time a restore from it can reach: the archive's newest stored transaction, or the last
+	// one before the first gap after the backup; From when the member keeps no archive.
+	To metav1.Time `json:"to"`
+	// ToPosition is the GTID position at To.
+	ToPosition string `json:"toPosition"`
+	// Note says what bounds To when it is not the archive's newest transaction.
+	Note string `json:"note,omitempty"`
+}
+
+// ListRestorePoints reads, from what the manager reports, each retained backup's window: a backup rolled forward
+// with its member's archive up to its newest stored transaction, or up to the first gap after the backup (a gap
+// that the backup's position holds the far side of does not stop it). Newest backup first.
+func ListRestorePoints(ctx context.Context, hub Hub, opts RestorePointsOptions) ([]RestorePoint, error) {
+	v, err := ListBackups(ctx, hub, BackupsOptions{Name: opts.Name})
+	if err != nil {
+		return nil, err
+	}
+	points := []RestorePoint{}
+	for _, b := range v.Backups {
+		p := RestorePoint{Member: b.Member, Backup: b.Name, From: b.Time, To: b.Time, ToPosition: b.GTIDPosition,
+			Note: "no archive: the backup as it was taken"}
+		if a, ok := v.Archives[b.Member]; ok {
+			windowOf(&p, a, b.GTIDPosition)
+		}
+		points = append(points, p)
+	}
+	return points, nil
+}
+
+// windowOf ends p's window where the member's archive a takes a restore from a backup at pos.
+func windowOf(p *RestorePoint, a v1alpha1.MemberArchive, pos string) {
+	for _, g := range a.Gaps {
+		if mysql.TextContains(mysql.MariaDBFlavor{}, pos, g.To) {
+			continue // behind the backup
+		}
+		p.Note = "a gap in the archive from " + g.From + " to " + g.To
+		if g.Reached != nil && g.Reached.After(p.From.Time) {
+			p.To, p.ToPosition = *g.Reached, g.From
+		}
+		return
+	}
+	if a.LatestTime == nil || !a.LatestTime.After(p.From.Time) {
+		p.Note = "nothing archived after the backup yet"
+		return
+	}
+	p.To, p.ToPosition, p.Note = *a.LatestTime, a.LatestPosition, ""
+	if a.State != v1alpha1.ArchiveArchiving {
+		p.Note = "the archive is " + string(a.State)
+	}
+}
+
+// RestorePoints prints each retained backup's window: MEMBER BACKUP FROM TO POSITION NOTE, newest backup first.
+func RestorePoints(ctx context.Context, hub Hub, opts RestorePointsOptions, streams genericiooptions.IOStreams) error {
+	if err := ValidateOutput(opts.Output); err != nil {
+		return err
+	}
+	points, err := ListRestorePoints(ctx, hub, opts)
+	if err != nil {
+		return err
+	}
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("Member", false), column("Backup", false), column("From", false), column("To", false),
+		column("Position", false), column("Note", false),
+	}}
+	for _, p := range points {
+		table.Rows = append(table.Rows, row(p.Member, p.Backup, p.From.UTC().Format(time.RFC3339),
+			p.To.UTC().Format(time.RFC3339), orDash(p.ToPosition), orDash(p.Note)))
+	}
+	return printView(streams, opts.Output, points, table, "No backups of "+opts.Name+" reported.")
 }
 
 // size is a byte count in binary units.

@@ -1079,7 +1079,11 @@ func testBackups(e *env, t *testing.T) {
 				{Name: "20261124T050000000Z", Time: at(2), Size: 3 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-9",
 					Method: v1alpha1.BackupPhysical},
 				{Name: "20261124T030000000Z", Time: at(0), Size: 2 << 20, Pod: "ledger-1", GTIDPosition: "0-1001-5"},
-			}}},
+			}},
+			// A segment lost between the two backups: the older one rolls forward to the gap only.
+			Archive: &v1alpha1.MemberArchive{State: v1alpha1.ArchiveArchiving, Since: at(0), Source: "ledger-1",
+				LatestTime: ptr.To(at(5)), LatestPosition: "0-1001-14",
+				Gaps: []v1alpha1.ArchiveGap{{From: "0-1001-7", To: "0-1001-8", Reached: ptr.To(at(1))}}}},
 		{Name: gcpMember, Replicas: 2, Backups: &v1alpha1.MemberBackups{
 			LastSuccessful: &v1alpha1.BackupRecord{Name: "20261124T040000000Z", Time: at(1), Size: 1 << 10, Pod: "ledger-0"},
 			LastFailure:    &v1alpha1.BackupFailure{Time: at(3), Reason: "no server answers"}},
@@ -1099,6 +1103,20 @@ func testBackups(e *env, t *testing.T) {
 	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": the last backup Job failed"))
 	g.Expect(errOut.String()).To(ContainSubstring("member " + gcpMember + ": binary log Archiving from ledger-0, " +
 		"newest stored transaction 2026-11-24T07:00:00Z (0-1001-12)\n"))
+	g.Expect(errOut.String()).To(ContainSubstring("member " + awsMember + ": binary log Archiving from ledger-1, " +
+		"newest stored transaction 2026-11-24T08:00:00Z (0-1001-14); 1 gap(s), see restore-points\n"))
+
+	// restore-points: each backup's window with its member's archive.
+	out.Reset()
+	g.Expect(cli.RestorePoints(ctx, e.hubIn("shop"), cli.RestorePointsOptions{Name: "ledger"}, streams)).To(Succeed())
+	t.Logf("restore-points:\n%s", out.String())
+	g.Expect(rows(out.String())).To(Equal([][]string{
+		{"MEMBER", "BACKUP", "FROM", "TO", "POSITION", "NOTE"},
+		{awsMember, "20261124T050000000Z", "2026-11-24T05:00:00Z", "2026-11-24T08:00:00Z", "0-1001-14", "-"},
+		{gcpMember, "20261124T040000000Z", "2026-11-24T04:00:00Z", "2026-11-24T07:00:00Z", "0-1001-12", "-"},
+		{awsMember, "20261124T030000000Z", "2026-11-24T03:00:00Z", "2026-11-24T04:00:00Z", "0-1001-7",
+			"a", "gap", "in", "the", "archive", "from", "0-1001-7", "to", "0-1001-8"},
+	}))
 
 	// backup asks for one now, a second after the member's last outcome if that is later than now.
 	err := cli.BackupNow(ctx, e.hubIn("shop"), cli.BackupNowOptions{Name: "ledger", Member: gcpMember,

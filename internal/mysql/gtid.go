@@ -36,6 +36,18 @@ type GTIDSet interface {
 	Without(source string) GTIDSet
 }
 
+// TextContains reports whether the set set, in f's notation, contains other; false when either cannot be parsed
+// (a position recorded by another engine, or none), so that a caller never takes an unreadable position for one
+// that holds everything.
+func TextContains(f Flavor, set, other string) bool {
+	s, err := f.ParseGTIDSet(set)
+	if err != nil || set == "" {
+		return false
+	}
+	o, err := f.ParseGTIDSet(other)
+	return err == nil && s.Contains(o)
+}
+
 // ErrantTransactions returns the transactions of a replica that its primary does not have, leaving out those
 // that originated on the primary itself. A non-empty result means the replica was written to directly (or kept
 // transactions of an old primary that the new one never got) and must not be promoted or re-attached without a

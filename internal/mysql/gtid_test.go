@@ -282,3 +282,25 @@ func TestMixingEnginesPanics(t *testing.T) {
 	g.Expect(func() { maria.Subtract(my) }).To(PanicWith(ContainSubstring("different engines")))
 	g.Expect(func() { my.Union(maria) }).To(PanicWith(ContainSubstring("different engines")))
 }
+
+// TextContains never takes an empty or unreadable position for one that holds everything.
+func TestTextContains(t *testing.T) {
+	f := MariaDBFlavor{}
+	for _, tc := range []struct {
+		set, other string
+		want       bool
+	}{
+		{"0-1-10", "0-1-8", true},
+		{"0-1-10", "0-1-10", true},
+		{"0-1-10", "0-1-11", false},
+		{"0-1-10,1-2-3", "1-2-4", false},
+		{"", "0-1-1", false},
+		{"", "", false},
+		{"3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", "0-1-1", false},
+		{"0-1-10", "not a position", false},
+	} {
+		if got := TextContains(f, tc.set, tc.other); got != tc.want {
+			t.Errorf("TextContains(%q, %q) = %v, want %v", tc.set, tc.other, got, tc.want)
+		}
+	}
+}

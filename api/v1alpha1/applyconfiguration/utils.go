@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=mysqlfleet.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ArchiveGap"):
+		return &apiv1alpha1.ArchiveGapApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AsyncWindow"):
 		return &apiv1alpha1.AsyncWindowApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AzureBlobTarget"):

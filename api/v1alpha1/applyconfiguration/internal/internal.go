@@ -39,6 +39,18 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ArchiveGap
+  map:
+    fields:
+    - name: from
+      type:
+        scalar: string
+    - name: reached
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: to
+      type:
+        scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ArchiveState
   scalar: string
 - name: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.AsyncWindow
@@ -189,7 +201,7 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         list:
           elementType:
-            scalar: string
+            namedType: com.github.mysqlfleet.mysqlfleet.api.v1alpha1.ArchiveGap
           elementRelationship: atomic
     - name: latestPosition
       type:

@@ -39,10 +39,10 @@ type MemberArchiveApplyConfiguration struct {
 	// LatestPosition the GTID position after it: a restore can roll forward to here.
 	LatestTime     *v1.Time `json:"latestTime,omitempty"`
 	LatestPosition *string  `json:"latestPosition,omitempty"`
-	// Gaps are places where the stored archive does not continue by GTID position (a segment lost), after the
-	// newest successful backup's position, so that no backup can be rolled forward across them; a backup taken
-	// after the gap starts a new window.
-	Gaps []string `json:"gaps,omitempty"`
+	// Gaps are places where the stored archive does not continue by GTID position (a segment lost, or the
+	// archive resumed from a server without its position), after the oldest retained backup: no restore rolls
+	// forward across one, and a backup taken after it starts a new window.
+	Gaps []ArchiveGapApplyConfiguration `json:"gaps,omitempty"`
 	// Error is why the archive last stopped reading or storing, while it is not reading.
 	Error *string `json:"error,omitempty"`
 }
@@ -96,9 +96,12 @@ func (b *MemberArchiveApplyConfiguration) WithLatestPosition(value string) *Memb
 // WithGaps adds the given value to the Gaps field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Gaps field.
-func (b *MemberArchiveApplyConfiguration) WithGaps(values ...string) *MemberArchiveApplyConfiguration {
+func (b *MemberArchiveApplyConfiguration) WithGaps(values ...*ArchiveGapApplyConfiguration) *MemberArchiveApplyConfiguration {
 	for i := range values {
-		b.Gaps = append(b.Gaps, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithGaps")
+		}
+		b.Gaps = append(b.Gaps, *values[i])
 	}
 	return b
 }
