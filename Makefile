@@ -128,6 +128,11 @@ BACKUP_FLAGS ?= -runs=3
 bench-backup: deps ## Time the backup runner against `mariadb-dump | gzip`, and its physical backups against `mariadb-backup | zstd` (and the restores), on a database of 1.1 GiB on real MariaDB; figures in bench/results/backup-*.json and physical-*.json.
 	go test -run '^$$' -bench . -benchtime 1x -timeout 90m ./bench/backup -args $(BACKUP_FLAGS)
 
+ARCHIVE_FLAGS ?= -runs=3
+.PHONY: bench-archive
+bench-archive: deps test-tools ## Archive a primary's binary log into S3 (versitygw) under 4 writers for 60 s on real MariaDB: the recovery point's age, the catch-up, and a replay holding every acknowledged write; figures in bench/results/archive-*.json.
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/archive -args $(ARCHIVE_FLAGS)
+
 ##@ Fleet
 
 .PHONY: demo

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mysqlfleet/mysqlfleet/bench/archive"
 	"github.com/mysqlfleet/mysqlfleet/bench/backup"
 	"github.com/mysqlfleet/mysqlfleet/bench/commitrate"
 	"github.com/mysqlfleet/mysqlfleet/bench/failover"
@@ -25,7 +27,8 @@ import (
 // and the JSON differ.
 
 // docSections are the generated sections of the page, each between its begin and end markers.
-var docSections = []string{"convergence", "scale", "failover", "failover-kind", "commit-kind", "backup", "physical"}
+var docSections = []string{"convergence", "scale", "failover", "failover-kind", "commit-kind", "backup", "physical",
+	"archive"}
 
 // readmeSections are the README's generated sections: the demo's times in its quick start.
 var readmeSections = []string{"demo"}
@@ -113,6 +116,7 @@ type records struct {
 	commit      []record[*commitrate.Results]
 	backup      []record[*backup.Results]
 	physical    []record[*backup.PhysicalResults]
+	archive     []record[*archive.Results]
 	demo        []record[*DemoResults]
 }
 
@@ -125,12 +129,14 @@ const (
 	kindPrefix     = "failover-kind-"
 	backupPrefix   = "backup-"
 	physicalPrefix = "physical-"
+	archivePrefix  = "archive-"
 	demoPrefix     = "demo-"
 	commitPrefix   = "commit-kind-"
 )
 
 func prefixOf(base string) string {
-	for _, p := range []string{scalePrefix, kindPrefix, failoverPrefix, backupPrefix, physicalPrefix, demoPrefix, commitPrefix} {
+	for _, p := range []string{scalePrefix, kindPrefix, failoverPrefix, backupPrefix, physicalPrefix, archivePrefix, demoPrefix,
+		commitPrefix} {
 		if strings.HasPrefix(base, p) {
 			return p
 		}
@@ -221,6 +227,10 @@ func loadRecords(dir string) (*records, error) {
 			var r backup.PhysicalResults
 			err = json.Unmarshal(f.data, &r)
 			recs.physical = append(recs.physical, record[*backup.PhysicalResults]{f.name, isLatest, &r})
+		case archivePrefix:
+			var r archive.Results
+			err = json.Unmarshal(f.data, &r)
+			recs.archive = append(recs.archive, record[*archive.Results]{f.name, isLatest, &r})
 		default:
 			var r *Results
 			r, err = decodeResults(f.data)
@@ -254,6 +264,9 @@ func loadRecords(dir string) (*records, error) {
 		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
 	})
 	slices.SortFunc(recs.physical, func(a, b record[*backup.PhysicalResults]) int {
+		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
+	})
+	slices.SortFunc(recs.archive, func(a, b record[*archive.Results]) int {
 		return strings.Compare(a.r.Timestamp+a.name, b.r.Timestamp+b.name)
 	})
 	return &recs, nil
@@ -322,6 +335,10 @@ func (recs *records) section(name string) string {
 		for _, r := range recs.physical {
 			cores = append(cores, r.r.Host.Cores)
 		}
+	case "archive":
+		for _, r := range recs.archive {
+			cores = append(cores, r.r.Host.Cores)
+		}
 	}
 	b.WriteString(coresLine(cores))
 	switch name {
@@ -339,6 +356,8 @@ func (recs *records) section(name string) string {
 		recs.backupSection(&b)
 	case "physical":
 		recs.physicalSection(&b)
+	case "archive":
+		recs.archiveSection(&b)
 	}
 	return b.String()
 }
@@ -880,6 +899,55 @@ func (recs *records) physicalSection(b *strings.Builder) {
 	}
 	table(b, []string{"run", "tree", "load at start, end", "MariaDB, zstd", "database", "xbstream", "stored: runner / hand",
 		"runner: log copy, zstd", "what", "hand", "runner", "runner / hand", "per round", "longest commit gap: runner / hand"}, rows)
+}
+
+// archiveSection is the archive bench: per run, each round's figures and their medians, then how the latest
+// run's longest recovery point ages compare with the bound.
+func (recs *records) archiveSection(b *strings.Builder) {
+	b.WriteString("Every run, oldest first: each round on fresh servers, then the medians of the rounds. Ages are in " +
+		"seconds over the samples (every 100 ms) of the load; the recovery point's is now less the Keeper's " +
+		"ArchivedThrough, the stored position's the time since the last sampled primary position that the newest " +
+		"stored segment holds. A segment's store is the Put of its object and of its manifest.\n\n")
+	var rows [][]string
+	p3 := func(p archive.Percentiles) string { return fmt.Sprintf("%.2f / %.2f / %.2f s", p.P50, p.P99, p.Max) }
+	p2 := func(p archive.Percentiles) string { return fmt.Sprintf("%.2f / %.2f s", p.P99, p.Max) }
+	store := func(p archive.Percentiles) string { return fmt.Sprintf("%.2f / %.2f s", p.P50, p.Max) }
+	for _, rec := range recs.archive {
+		r := rec.r
+		where := r.Store
+		if r.StoreServer != "" {
+			where += " (" + r.StoreServer + ")"
+		}
+		head := []string{runLink(rec.name, rec.latest), tree(r.Host.Commit, ""),
+			fmt.Sprintf("%.1f, %.1f", r.Host.LoadStart[0], r.Host.LoadEnd[0]), mariadbVersion(r.Host.MariaDB) + ", " + where,
+			fmt.Sprintf("%d × %.0f s; %.0f s or %d MiB", r.Writers, r.LoadSeconds, r.MaxAgeSeconds, r.MaxSizeBytes>>20)}
+		for _, x := range r.Runs {
+			rows = append(rows, append(slices.Clone(head), fmt.Sprint(x.Index+1), thousands(int64(math.Round(x.CommitsPerSecond))),
+				fmt.Sprintf("%.2f MiB/s", x.BinlogBytesPerSecond/mib),
+				fmt.Sprintf("%d, %.1f MiB (%.1f×)", x.Segments, float64(x.StoredBytes)/mib, x.CompressionRatio),
+				store(x.SegmentStore), p3(x.RecoveryPointAge), p2(x.StoredPositionAge), sec(x.CatchUpSeconds),
+				fmt.Sprintf("%s of %s in %d segments, %.0f s", thousands(int64(x.AcknowledgedWrites-x.MissingWrites)),
+					thousands(int64(x.AcknowledgedWrites)), x.ReplayedSegments, x.ReplaySeconds)))
+		}
+		m := r.Median
+		rows = append(rows, append(slices.Clone(head), "median", thousands(int64(math.Round(m.CommitsPerSecond))),
+			fmt.Sprintf("%.2f MiB/s", m.BinlogBytesPerSecond/mib),
+			fmt.Sprintf("%.0f, %.1f MiB (%.1f×)", m.Segments, m.StoredBytes/mib, m.CompressionRatio), store(m.SegmentStore),
+			"**"+p3(m.RecoveryPointAge)+"**", p2(m.StoredPositionAge), sec(m.CatchUpSeconds), "–"))
+	}
+	table(b, []string{"run", "tree", "load at start, end", "MariaDB, store", "writers × load; segment closed at",
+		"round", "commits/s", "binary log", "segments, stored (ratio)", "segment store p50 / max",
+		"recovery point age p50 / p99 / max", "stored-position age p99 / max", "caught up after",
+		"acknowledged writes replayed"}, rows)
+	if rec, ok := latestOf(recs.archive); ok {
+		r := rec.r
+		var parts []string
+		for _, x := range r.Runs {
+			parts = append(parts, fmt.Sprintf("%.2f s against %.2f s", x.RecoveryPointAge.Max, r.MaxAgeSeconds+x.SegmentStore.Max))
+		}
+		fmt.Fprintf(b, "The latest run's longest recovery point age in each round, against maxSegmentAge plus the round's "+
+			"slowest segment store: %s.\n", strings.Join(parts, "; "))
+	}
 }
 
 // zstdVersion is "zstd 1.5.4" of the binary's "*** Zstandard CLI (64-bit) v1.5.4, by Yann Collet ***".

@@ -89,6 +89,12 @@
 // (clustering.Record.LeaseTransitions), so that a human or the next leader sees which term wrote it. It refuses
 // nothing: a Lease deleted and created again counts from zero.
 //
+// # The binary-log archive
+//
+// With spec.backup.archive (v1alpha1.ArchiveAnnotation) the leader also keeps the set's binary log in the backup
+// target as it is written, reading the primary it has just established; archive.go says why here rather than in
+// a Deployment of its own.
+//
 // # How it gets into each member
 //
 // Decision: `mysqlfleet join` installs it into the member, in its own namespace, with its own ServiceAccount

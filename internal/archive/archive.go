@@ -254,12 +254,14 @@ func (w *writer) event(ctx context.Context, ev *replication.BinlogEvent) error {
 			return fmt.Errorf("a GTID event at %d: %w", h.LogPos, err)
 		}
 		g.GTID.ServerID = h.ServerID
+		// Its arrival, before a segment that is due is stored: the recovery point counts from when it came.
+		arrived := w.a.now()
 		if err := w.closeIfDue(ctx); err != nil {
 			return err
 		}
 		if !w.open {
 			w.open = true
-			w.start, w.opened, w.first = w.pos.String(), w.a.now(), time.Unix(int64(h.Timestamp), 0).UTC()
+			w.start, w.opened, w.first = w.pos.String(), arrived, time.Unix(int64(h.Timestamp), 0).UTC()
 			w.a.progress.opening(w.opened)
 		}
 		if err := w.pos.AddSet(&g.GTID); err != nil {
