@@ -2,11 +2,14 @@ package member
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,19 +81,32 @@ type archivers struct {
 	guard func() error
 	// started is closed once Start has recorded the context.
 	started chan struct{}
+	// stopWait bounds how long stop waits for a run to end (archiveStopWait when zero).
+	stopWait time.Duration
 }
+
+// archiveStopWait is how long stop waits for a run to store what it completed: a store that hangs (a Put that
+// never returns) must not hold the pass, and the set's next run, forever. A run not done by then stores nothing
+// more (its Guard refuses once it is stopped); a Put already under way may still land, and the archive's
+// manifest-last order and checksums keep such a late object from passing for a segment.
+const archiveStopWait = 30 * time.Second
+
+// errArchiveStopped is the Guard's refusal once a run was stopped.
+var errArchiveStopped = errors.New("the archive was stopped")
 
 // archiveRun is one set's running archive.
 type archiveRun struct {
 	// identity is what the run was started with: the annotation and the credentials Secret's resourceVersion;
 	// a change restarts it.
 	identity string
-	maxRPO   time.Duration
-	keeper   *archive.Keeper
-	since    time.Time
-	cancel   context.CancelFunc
-	done     chan struct{}
-	closer   io.Closer
+	// stopped is set when the run is stopped: its Guard refuses every store after it.
+	stopped atomic.Bool
+	maxRPO  time.Duration
+	keeper  *archive.Keeper
+	since   time.Time
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closer  io.Closer
 }
 
 func newArchivers(guard func() error) *archivers {
@@ -127,9 +143,17 @@ func (a *archivers) stop(key types.NamespacedName) {
 	if run == nil {
 		return
 	}
+	run.stopped.Store(true)
 	run.cancel()
-	<-run.done
-	_ = run.closer.Close()
+	select {
+	case <-run.done:
+		_ = run.closer.Close()
+	case <-time.After(cmp.Or(a.stopWait, archiveStopWait)):
+		go func() {
+			<-run.done
+			_ = run.closer.Close()
+		}()
+	}
 }
 
 // run returns key's archive as identity asks, starting it (with open) when none runs or the running one was
@@ -154,7 +178,15 @@ func (a *archivers) run(key types.NamespacedName, identity string, open func(con
 		return nil, err
 	}
 	run.identity, run.cancel, run.done, run.since = identity, cancel, make(chan struct{}), time.Now()
-	run.keeper.Guard = a.guard
+	run.keeper.Guard = func() error {
+		if run.stopped.Load() {
+			return errArchiveStopped
+		}
+		if a.guard != nil {
+			return a.guard()
+		}
+		return nil
+	}
 	go func() {
 		defer close(run.done)
 		run.keeper.Run(rctx)

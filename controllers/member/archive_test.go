@@ -3,6 +3,9 @@ package member
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/mysqlfleet/mysqlfleet/api/v1alpha1"
 	"github.com/mysqlfleet/mysqlfleet/internal/archive"
+	"github.com/mysqlfleet/mysqlfleet/internal/backup"
 	"github.com/mysqlfleet/mysqlfleet/test/backuptest"
 )
 
@@ -161,4 +165,57 @@ func TestArchiveReport(t *testing.T) {
 	g.Expect(reportedGaps(gaps, "")[0].Reached.Time).To(BeTemporally("==", reached))
 	g.Expect(reportedGaps(gaps, "0-1-30")).To(Equal([]v1alpha1.ArchiveGap{{From: "0-1-40", To: "0-1-45"}}))
 	g.Expect(reportedGaps(gaps, "0-1-50")).To(BeEmpty())
+}
+
+// hangingStore is a store whose every call waits until release is closed, whatever its context says: a store
+// that stopped answering.
+type hangingStore struct {
+	backup.DirStore
+	listing chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (h *hangingStore) List(context.Context) ([]backup.Object, error) {
+	h.once.Do(func() { close(h.listing) })
+	<-h.release
+	return nil, errors.New("released")
+}
+
+func (h *hangingStore) Put(context.Context, string, io.Reader) error {
+	<-h.release
+	return errors.New("released")
+}
+
+// Stopping an archive whose store hangs returns after its bound, without waiting for the store, and the stopped
+// run stores nothing more: its Guard refuses, whatever the lease says.
+func TestArchiveStopDoesNotWaitForAHangingStore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := newArchivers(nil)
+	a.stopWait = 100 * time.Millisecond
+	started := make(chan error, 1)
+	go func() { started <- a.Start(ctx) }()
+	<-a.started
+
+	store := &hangingStore{listing: make(chan struct{}), release: make(chan struct{})}
+	defer close(store.release)
+	key := types.NamespacedName{Namespace: "ns", Name: "db"}
+	run, err := a.run(key, "one", func(context.Context) (*archiveRun, error) {
+		return &archiveRun{maxRPO: time.Minute, closer: io.NopCloser(nil), keeper: &archive.Keeper{Store: store}}, nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(run.keeper.Guard()).To(Succeed())
+	run.keeper.SetSource(&archive.Source{Host: "127.0.0.1", Port: 1})
+	<-store.listing // the run is inside the store now
+
+	stopped := make(chan struct{})
+	go func() {
+		a.stop(key)
+		close(stopped)
+	}()
+	g.Eventually(stopped, convergeWithin).Should(BeClosed(), "stop waited for the hanging store")
+	g.Expect(run.keeper.Guard()).To(MatchError(errArchiveStopped))
+	cancel()
+	g.Expect(<-started).To(Succeed())
 }
