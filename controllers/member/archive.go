@@ -200,11 +200,12 @@ func (a *archivers) run(key types.NamespacedName, identity string, open func(con
 // archive keeps s's archive as its StatefulSet asks (v1alpha1.ArchiveAnnotation), pointed at primary (the Pod
 // labelled primary after this pass, "" for none), and says how it keeps up; nil when the set asks for none.
 func (r *Reconciler) archive(ctx context.Context, s *scope, rep *v1alpha1.ReplicationReport, primary string) *v1alpha1.MemberArchive {
+	if r.archives == nil {
+		return nil
+	}
 	value := s.sts.Annotations[v1alpha1.ArchiveAnnotation]
-	if value == "" || r.archives == nil {
-		if r.archives != nil {
-			r.archives.stop(s.key)
-		}
+	if value == "" {
+		r.archives.stop(s.key)
 		return nil
 	}
 	var prev *v1alpha1.MemberArchive
@@ -275,10 +276,7 @@ func (r *Reconciler) archiveSource(s *scope, primary string) *archive.Source {
 func openArchiveStore(ctx context.Context, req v1alpha1.ArchiveRequest, data map[string][]byte) (backup.Store, io.Closer, error) {
 	cfg := backup.StoreConfig{Target: req.Target, Bucket: req.Bucket, Container: req.Container,
 		Endpoint: req.Endpoint, Prefix: req.Prefix}
-	if req.Target == backup.TargetGCS && string(data["BACKUP_GCS_ANONYMOUS"]) == "true" {
-		// An emulator, as the backup Jobs reach it with the same Secret.
-		cfg.GCS.Anonymous = true
-	} else if err := backup.StoreCredentials(&cfg, data); err != nil {
+	if err := backup.StoreCredentials(&cfg, data); err != nil {
 		return nil, nil, err
 	}
 	return backup.OpenStore(ctx, cfg)

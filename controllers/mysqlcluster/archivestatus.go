@@ -21,7 +21,7 @@ import (
 func archiveVerdict(members []v1alpha1.MemberStatus) verdict {
 	var behind, gaps, unreported []string
 	for _, m := range members {
-		a := m.Archive
+		a, open := m.Archive, gapsAfterNewestBackup(m)
 		switch {
 		case a == nil:
 			unreported = append(unreported, m.Name)
@@ -34,9 +34,9 @@ func archiveVerdict(members []v1alpha1.MemberStatus) verdict {
 				latest += ": " + a.Error
 			}
 			behind = append(behind, fmt.Sprintf("%s (%s)", m.Name, latest))
-		case len(gapsAfterNewestBackup(m)) > 0:
+		case len(open) > 0:
 			var says []string
-			for _, g := range gapsAfterNewestBackup(m) {
+			for _, g := range open {
 				says = append(says, gapString(g))
 			}
 			gaps = append(gaps, fmt.Sprintf("%s (%s)", m.Name, strings.Join(says, "; ")))

@@ -266,7 +266,8 @@ func binlogPosition(ctx context.Context, src Source) (gomysql.GTIDSet, error) {
 	return gomysql.ParseMariadbGTIDSet(pos)
 }
 
-// listed records the store's segments as listed when a stream starts.
+// listed records the store's segments as listed: their gaps, and the newest (which a running stream's own
+// progress stands in front of in Status).
 func (k *Keeper) listed(segs []Segment) {
 	gaps := Chain(segs, "")
 	k.mu.Lock()
@@ -320,10 +321,7 @@ func (k *Keeper) checkGaps(ctx context.Context) {
 			k.logf("Could not check the archive for gaps: %v", err)
 			continue
 		}
-		gaps := Chain(segs, "")
-		k.mu.Lock()
-		k.status.Gaps = gaps
-		k.mu.Unlock()
+		k.listed(segs)
 	}
 }
 

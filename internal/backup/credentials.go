@@ -23,7 +23,8 @@ var ErrNoCredentials = errors.New("no usable credentials")
 //     never tried. AWS_REGION sets the region; without it the region is c.S3.Region, else us-east-1 as in the
 //     Job, never the process's AWS_REGION.
 //   - gcs: the key of the Secret named by the base name of GOOGLE_APPLICATION_CREDENTIALS (a path under the
-//     Job's mount of the Secret), which must be a service account key. Not needed when c.GCS.Anonymous is set.
+//     Job's mount of the Secret), which must be a service account key. Not needed when c.GCS.Anonymous is set,
+//     or the Secret sets BACKUP_GCS_ANONYMOUS to true (an emulator), which sets it.
 //   - azblob: AZURE_STORAGE_CONNECTION_STRING; or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY; or
 //     AZURE_STORAGE_SAS_TOKEN, with AZURE_STORAGE_ACCOUNT or c.Endpoint naming the account.
 //   - dir: nothing.
@@ -86,7 +87,9 @@ func s3Credentials(c *S3Config, data map[string][]byte) error {
 // and this process would then write with another identity than the Job's. Only a service account key is taken:
 // other types (external accounts above all) name URLs and files that this process would read.
 func gcsCredentials(c *GCSConfig, data map[string][]byte) error {
-	if c.Anonymous {
+	// An emulator, which the Jobs reach with the same Secret's BACKUP_GCS_ANONYMOUS (cmd/backup --gcs-anonymous).
+	if c.Anonymous || secretValue(data, "BACKUP_GCS_ANONYMOUS") == "true" {
+		c.Anonymous = true
 		return nil
 	}
 	file := secretValue(data, "GOOGLE_APPLICATION_CREDENTIALS")

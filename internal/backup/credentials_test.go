@@ -102,6 +102,12 @@ func TestStoreCredentials(t *testing.T) {
 			want: func(g *WithT, c backup.StoreConfig) {
 				g.Expect(c.GCS.CredentialsJSON).To(BeNil())
 			}},
+		{name: "gcs anonymous by the Secret, as the Jobs read it", config: backup.StoreConfig{Target: backup.TargetGCS},
+			data: secretData("BACKUP_GCS_ANONYMOUS", "true"),
+			want: func(g *WithT, c backup.StoreConfig) {
+				g.Expect(c.GCS.Anonymous).To(BeTrue())
+				g.Expect(c.GCS.CredentialsJSON).To(BeNil())
+			}},
 		{name: "gcs without GOOGLE_APPLICATION_CREDENTIALS, even with a key file",
 			config: backup.StoreConfig{Target: backup.TargetGCS}, data: secretData("key.json", serviceAccount)},
 		{name: "gcs naming a file the Secret lacks", config: backup.StoreConfig{Target: backup.TargetGCS},

@@ -21,18 +21,13 @@ func archiveRequest(c *v1alpha1.MySQLCluster, member string) string {
 	if b == nil || b.Archive == nil || engine(c) != v1alpha1.EngineMariaDB {
 		return ""
 	}
-	r := v1alpha1.ArchiveRequest{Prefix: BackupPrefix(c, member), CredentialsSecret: credentialsSecret(b.Target),
-		MaxSegmentAge: defaultArchiveSegmentAge, MaxRecoveryPointAge: defaultArchiveMaxRPOValue}
-	switch t := b.Target; {
-	case t.S3 != nil:
-		r.Target, r.Bucket, r.Endpoint = "s3", t.S3.Bucket, t.S3.Endpoint
-	case t.GCS != nil:
-		r.Target, r.Bucket, r.Endpoint = "gcs", t.GCS.Bucket, t.GCS.Endpoint
-	case t.AzureBlob != nil:
-		r.Target, r.Container, r.Endpoint = "azblob", t.AzureBlob.Container, t.AzureBlob.Endpoint
-	default:
+	s, ok := objectStoreOf(b.Target)
+	if !ok {
 		return ""
 	}
+	r := v1alpha1.ArchiveRequest{Target: s.kind, Bucket: s.bucket, Container: s.container, Endpoint: s.endpoint,
+		Prefix: BackupPrefix(c, member), CredentialsSecret: s.secret, MaxSegmentAge: defaultArchiveSegmentAge,
+		MaxRecoveryPointAge: defaultArchiveMaxRPOValue}
 	if d := b.Archive.MaxSegmentAge; d != nil {
 		r.MaxSegmentAge = d.Duration.String()
 	}

@@ -54,22 +54,37 @@ func BackupPrefix(c *v1alpha1.MySQLCluster, member string) string {
 // TargetPrefix is BackupPrefix for a target and a MySQLCluster named by namespace and name: also where a restore
 // finds another MySQLCluster's backups.
 func TargetPrefix(t v1alpha1.BackupTarget, member, namespace, name string) string {
-	var prefix string
-	switch {
-	case t.S3 != nil:
-		prefix = t.S3.Prefix
-	case t.GCS != nil:
-		prefix = t.GCS.Prefix
-	case t.AzureBlob != nil:
-		prefix = t.AzureBlob.Prefix
-	default:
+	s, ok := objectStoreOf(t)
+	if !ok {
 		return ""
 	}
 	parts := []string{}
-	if p := strings.Trim(prefix, "/"); p != "" {
+	if p := strings.Trim(s.prefix, "/"); p != "" {
 		parts = append(parts, p)
 	}
 	return strings.Join(append(parts, member, namespace, name), "/")
+}
+
+// objectStore is an object-store target's fields under the runner's names: kind is its --target; bucket (S3,
+// GCS) or container (Azure Blob), endpoint and the target's own prefix; secret its credentials Secret.
+type objectStore struct {
+	kind, bucket, container, endpoint, prefix, secret string
+}
+
+// objectStoreOf is t's object store; false for a PVC target.
+func objectStoreOf(t v1alpha1.BackupTarget) (objectStore, bool) {
+	switch {
+	case t.S3 != nil:
+		return objectStore{kind: "s3", bucket: t.S3.Bucket, endpoint: t.S3.Endpoint, prefix: t.S3.Prefix,
+			secret: t.S3.CredentialsSecretRef.Name}, true
+	case t.GCS != nil:
+		return objectStore{kind: "gcs", bucket: t.GCS.Bucket, endpoint: t.GCS.Endpoint, prefix: t.GCS.Prefix,
+			secret: t.GCS.CredentialsSecretRef.Name}, true
+	case t.AzureBlob != nil:
+		return objectStore{kind: "azblob", container: t.AzureBlob.Container, endpoint: t.AzureBlob.Endpoint,
+			prefix: t.AzureBlob.Prefix, secret: t.AzureBlob.CredentialsSecretRef.Name}, true
+	}
+	return objectStore{}, false
 }
 
 // targetEnv tells the runner where the backups are: the target kind and its bucket, container, endpoint and
@@ -78,26 +93,22 @@ func targetEnv(t v1alpha1.BackupTarget, prefix string) []*corev1ac.EnvVarApplyCo
 	value := func(name, v string) *corev1ac.EnvVarApplyConfiguration {
 		return corev1ac.EnvVar().WithName(name).WithValue(v)
 	}
-	var env []*corev1ac.EnvVarApplyConfiguration
-	switch {
-	case t.PVC != nil:
-		env = append(env, value("BACKUP_TARGET", "dir"), value("BACKUP_DIR", BackupMountPath))
-	case t.S3 != nil:
-		env = append(env, value("BACKUP_TARGET", "s3"), value("BACKUP_BUCKET", t.S3.Bucket), value("BACKUP_PREFIX", prefix))
-		if t.S3.Endpoint != "" {
-			env = append(env, value("BACKUP_ENDPOINT", t.S3.Endpoint))
+	s, ok := objectStoreOf(t)
+	if !ok {
+		if t.PVC == nil {
+			return nil
 		}
-	case t.GCS != nil:
-		env = append(env, value("BACKUP_TARGET", "gcs"), value("BACKUP_BUCKET", t.GCS.Bucket), value("BACKUP_PREFIX", prefix))
-		if t.GCS.Endpoint != "" {
-			env = append(env, value("BACKUP_ENDPOINT", t.GCS.Endpoint))
-		}
-	case t.AzureBlob != nil:
-		env = append(env, value("BACKUP_TARGET", "azblob"), value("BACKUP_CONTAINER", t.AzureBlob.Container),
-			value("BACKUP_PREFIX", prefix))
-		if t.AzureBlob.Endpoint != "" {
-			env = append(env, value("BACKUP_ENDPOINT", t.AzureBlob.Endpoint))
-		}
+		return []*corev1ac.EnvVarApplyConfiguration{value("BACKUP_TARGET", "dir"), value("BACKUP_DIR", BackupMountPath)}
+	}
+	env := []*corev1ac.EnvVarApplyConfiguration{value("BACKUP_TARGET", s.kind)}
+	if s.container != "" {
+		env = append(env, value("BACKUP_CONTAINER", s.container))
+	} else {
+		env = append(env, value("BACKUP_BUCKET", s.bucket))
+	}
+	env = append(env, value("BACKUP_PREFIX", prefix))
+	if s.endpoint != "" {
+		env = append(env, value("BACKUP_ENDPOINT", s.endpoint))
 	}
 	return env
 }
@@ -140,15 +151,8 @@ func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
 
 // credentialsSecret is the Secret with the object store's credentials, or "" for a PVC target.
 func credentialsSecret(t v1alpha1.BackupTarget) string {
-	switch {
-	case t.S3 != nil:
-		return t.S3.CredentialsSecretRef.Name
-	case t.GCS != nil:
-		return t.GCS.CredentialsSecretRef.Name
-	case t.AzureBlob != nil:
-		return t.AzureBlob.CredentialsSecretRef.Name
-	}
-	return ""
+	s, _ := objectStoreOf(t)
+	return s.secret
 }
 
 // runnerPod is the Pod of a backup or restore Job: an init container copies the backup runner from the
